@@ -1,0 +1,385 @@
+//! The one transaction that applies a payment result callback, exactly once.
+//!
+//! ```text
+//! BEGIN
+//!   SELECT payment_callbacks WHERE callback_id      -- seen before? duplicate or conflict
+//!   SELECT order JOIN account ... FOR UPDATE        -- one delivery per order at a time
+//!   (amount/currency check)                         -- mismatch: anomaly, 422
+//!   INSERT payment_callbacks ON CONFLICT DO NOTHING -- claim the callback id
+//!   INSERT payment_ledger (CHARGE) ON CONFLICT DO NOTHING
+//!   UPDATE orders SET status='PAID' WHERE order_no=$1 AND status='PENDING'
+//!   UPDATE accounts SET balance=balance-$2 WHERE account_id=$1 AND balance>=$2
+//!   INSERT callback_deliveries
+//! COMMIT                                             -- only then answer 200
+//! ```
+//! Any failure rolls the whole transaction back, so a crash at any point leaves
+//! either all of ledger row, status change and deduction, or none of them; the
+//! platform's retry then finds either "duplicate" or a clean slate.
+
+use crate::db::accounts;
+use crate::db::callbacks::{self, AnomalyKind, Delivery, NewCallback, NewCharge};
+use crate::db::orders::{self, LockedOrder};
+use crate::error::ApiError;
+use serde_json::json;
+use shared::OrderStatus;
+use shared::api::{CallbackAck, CallbackEvent, CallbackType};
+use sqlx::{PgPool, Postgres, Transaction};
+
+/// A callback whose signature was verified and whose body parsed.
+#[derive(Debug, Clone)]
+pub struct VerifiedCallback {
+    /// The `webhook-id` header: the idempotency key of a callback.
+    pub callback_id: String,
+    /// SHA-256 of the raw body, hex: tells a true duplicate from a reused id.
+    pub body_sha256: String,
+    /// The parsed body.
+    pub event: CallbackEvent,
+}
+
+/// What a new callback does to its order, decided from the order as locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Write the ledger row, mark PAID, deduct the balance.
+    Charge,
+    /// Mark FAILED with a reason; maybe flag it for review.
+    FailOrder {
+        /// Stored in `orders.failure_reason`.
+        reason: &'static str,
+        /// Set when a person must look (the platform took money we could not book).
+        anomaly: Option<AnomalyKind>,
+    },
+    /// Change nothing (the order is final); maybe flag it for review.
+    Ignore {
+        /// Set when the combination is suspicious.
+        anomaly: Option<AnomalyKind>,
+    },
+}
+
+impl Decision {
+    /// The outcome recorded for the callback and its delivery.
+    pub const fn outcome(self) -> &'static str {
+        match self {
+            Self::Charge => "CHARGED",
+            Self::FailOrder { anomaly: None, .. } => "ORDER_FAILED",
+            Self::FailOrder {
+                anomaly: Some(_), ..
+            } => "ORDER_FAILED_INSUFFICIENT_FUNDS",
+            Self::Ignore { anomaly: None } => "IGNORED_ORDER_FINAL",
+            Self::Ignore { anomaly: Some(_) } => "IGNORED_ANOMALY",
+        }
+    }
+}
+
+/// The rule, as a pure function of the event and the locked order: a success
+/// charges only a PENDING order with enough balance; everything else at most
+/// fails a PENDING order. It never asks for a move the state machine forbids.
+pub fn decide(
+    kind: CallbackType,
+    status: OrderStatus,
+    balance_cents: i64,
+    amount_cents: i64,
+) -> Decision {
+    match (kind, status) {
+        (CallbackType::PaymentSucceeded, OrderStatus::Pending) if balance_cents >= amount_cents => {
+            Decision::Charge
+        }
+        (CallbackType::PaymentSucceeded, OrderStatus::Pending) => Decision::FailOrder {
+            reason: "INSUFFICIENT_FUNDS",
+            anomaly: Some(AnomalyKind::InsufficientFunds),
+        },
+        (CallbackType::PaymentSucceeded, OrderStatus::Paid) => Decision::Ignore {
+            anomaly: Some(AnomalyKind::SecondSuccessForPaidOrder),
+        },
+        (CallbackType::PaymentSucceeded, OrderStatus::Failed) => Decision::Ignore {
+            anomaly: Some(AnomalyKind::SuccessAfterFailed),
+        },
+        (CallbackType::PaymentFailed, OrderStatus::Pending) => Decision::FailOrder {
+            reason: "PAYMENT_FAILED",
+            anomaly: None,
+        },
+        (CallbackType::PaymentFailed, OrderStatus::Paid) => Decision::Ignore {
+            anomaly: Some(AnomalyKind::FailureAfterPaid),
+        },
+        (CallbackType::PaymentFailed, OrderStatus::Failed) => Decision::Ignore { anomaly: None },
+    }
+}
+
+/// Applies one verified callback in one transaction and says how to answer.
+#[tracing::instrument(
+    name = "charge.apply_callback",
+    skip(db, callback),
+    fields(callback_id = %callback.callback_id, order_no = %callback.event.data.order_no,
+           event = callback.event.kind.as_str())
+)]
+pub async fn apply_callback(
+    db: &PgPool,
+    callback: &VerifiedCallback,
+) -> Result<CallbackAck, ApiError> {
+    let data = &callback.event.data;
+    let mut tx = db.begin().await?;
+
+    if let Some(seen) = callbacks::find(&mut *tx, &callback.callback_id).await? {
+        return answer_seen(tx, callback, &seen).await;
+    }
+
+    let Some(order) = orders::lock_with_account(&mut *tx, &data.order_no).await? else {
+        log_delivery(&mut tx, callback, "ORDER_NOT_FOUND", 404).await?;
+        tx.commit().await?;
+        tracing::warn!("callback for an unknown order refused");
+        return Err(ApiError::OrderNotFound);
+    };
+
+    if order.amount_cents != data.amount_cents || order.currency != data.currency.as_str() {
+        return refuse_amount_mismatch(tx, callback, &order).await;
+    }
+
+    let status: OrderStatus = order.status.parse().map_err(ApiError::internal)?;
+    let decision = decide(
+        callback.event.kind,
+        status,
+        order.balance_cents,
+        order.amount_cents,
+    );
+
+    let claimed = callbacks::insert(
+        &mut *tx,
+        NewCallback {
+            callback_id: &callback.callback_id,
+            body_sha256: &callback.body_sha256,
+            event_type: callback.event.kind.as_str(),
+            order_no: &order.order_no,
+            payment_id: &data.payment_id,
+            outcome: decision.outcome(),
+        },
+    )
+    .await?;
+    if !claimed {
+        // A concurrent delivery of the same id committed between our first look and now.
+        tx.rollback().await?;
+        let seen = callbacks::find(db, &callback.callback_id)
+            .await?
+            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")))?;
+        let tx = db.begin().await?;
+        return answer_seen(tx, callback, &seen).await;
+    }
+
+    execute(&mut tx, callback, &order, decision).await?;
+    log_delivery(&mut tx, callback, decision.outcome(), 200).await?;
+    tx.commit().await?;
+    tracing::info!(outcome = decision.outcome(), "callback applied");
+    Ok(CallbackAck {
+        code: "SUCCESS".into(),
+        duplicate: false,
+    })
+}
+
+async fn execute(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    order: &LockedOrder,
+    decision: Decision,
+) -> Result<(), ApiError> {
+    let broken =
+        |what: &str| ApiError::internal(anyhow::anyhow!("invariant broken under lock: {what}"));
+    match decision {
+        Decision::Charge => {
+            let inserted = callbacks::insert_charge(
+                &mut **tx,
+                NewCharge {
+                    callback_id: &callback.callback_id,
+                    order_no: &order.order_no,
+                    account_id: order.account_id,
+                    amount_cents: order.amount_cents,
+                    currency: &order.currency,
+                    payment_id: &callback.event.data.payment_id,
+                },
+            )
+            .await?;
+            if !inserted {
+                return Err(broken("order already has a CHARGE"));
+            }
+            if !orders::mark_paid(&mut **tx, &order.order_no).await? {
+                return Err(broken("order left PENDING"));
+            }
+            if !accounts::deduct(&mut **tx, order.account_id, order.amount_cents).await? {
+                return Err(broken("balance dropped"));
+            }
+        }
+        Decision::FailOrder { reason, anomaly } => {
+            if !orders::mark_failed(&mut **tx, &order.order_no, reason).await? {
+                return Err(broken("order left PENDING"));
+            }
+            if let Some(kind) = anomaly {
+                let details = json!({
+                    "balance_cents": order.balance_cents,
+                    "amount_cents": order.amount_cents,
+                    "payment_id": callback.event.data.payment_id,
+                    "note": "the platform reports the payment as taken, but the balance is too low to book it",
+                });
+                callbacks::record_anomaly(
+                    &mut **tx,
+                    &callback.callback_id,
+                    &order.order_no,
+                    kind,
+                    details,
+                )
+                .await?;
+            }
+        }
+        Decision::Ignore { anomaly } => {
+            if let Some(kind) = anomaly {
+                let details = json!({
+                    "order_status": order.status,
+                    "event": callback.event.kind.as_str(),
+                    "payment_id": callback.event.data.payment_id,
+                });
+                callbacks::record_anomaly(
+                    &mut **tx,
+                    &callback.callback_id,
+                    &order.order_no,
+                    kind,
+                    details,
+                )
+                .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A callback id we processed before: the same body is a duplicate (200, nothing
+/// changes); another body is a conflict (409, flagged for review).
+async fn answer_seen(
+    mut tx: Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    seen: &callbacks::ProcessedCallback,
+) -> Result<CallbackAck, ApiError> {
+    if seen.body_sha256 == callback.body_sha256 {
+        log_delivery(&mut tx, callback, "DUPLICATE", 200).await?;
+        tx.commit().await?;
+        tracing::info!(first_outcome = %seen.outcome, "duplicate callback acknowledged, nothing changed");
+        return Ok(CallbackAck {
+            code: "SUCCESS".into(),
+            duplicate: true,
+        });
+    }
+    let details = json!({
+        "first_body_sha256": seen.body_sha256,
+        "this_body_sha256": callback.body_sha256,
+        "first_outcome": seen.outcome,
+    });
+    callbacks::record_anomaly(
+        &mut *tx,
+        &callback.callback_id,
+        &callback.event.data.order_no,
+        AnomalyKind::CallbackConflict,
+        details,
+    )
+    .await?;
+    log_delivery(&mut tx, callback, "CALLBACK_CONFLICT", 409).await?;
+    tx.commit().await?;
+    Err(ApiError::CallbackConflict)
+}
+
+async fn refuse_amount_mismatch(
+    mut tx: Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    order: &LockedOrder,
+) -> Result<CallbackAck, ApiError> {
+    let data = &callback.event.data;
+    let details = json!({
+        "order_amount_cents": order.amount_cents,
+        "order_currency": order.currency,
+        "callback_amount_cents": data.amount_cents,
+        "callback_currency": data.currency.as_str(),
+    });
+    callbacks::record_anomaly(
+        &mut *tx,
+        &callback.callback_id,
+        &order.order_no,
+        AnomalyKind::AmountMismatch,
+        details,
+    )
+    .await?;
+    log_delivery(&mut tx, callback, "AMOUNT_MISMATCH", 422).await?;
+    tx.commit().await?;
+    Err(ApiError::AmountMismatch(format!(
+        "callback reports {} {}, the order is {} {}; nothing was charged",
+        data.amount_cents, data.currency, order.amount_cents, order.currency
+    )))
+}
+
+async fn log_delivery(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    outcome: &str,
+    http_status: u16,
+) -> Result<(), ApiError> {
+    callbacks::record_delivery(
+        &mut **tx,
+        Delivery {
+            callback_id: &callback.callback_id,
+            order_no: Some(&callback.event.data.order_no),
+            event_type: Some(callback.event.kind.as_str()),
+            outcome,
+            http_status,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_status() -> impl Strategy<Value = OrderStatus> {
+        prop::sample::select(OrderStatus::ALL.to_vec())
+    }
+
+    fn any_kind() -> impl Strategy<Value = CallbackType> {
+        prop::sample::select(vec![
+            CallbackType::PaymentSucceeded,
+            CallbackType::PaymentFailed,
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn decisions_only_ask_for_moves_the_state_machine_allows(
+            kind in any_kind(), status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000
+        ) {
+            match decide(kind, status, balance, amount) {
+                Decision::Charge => {
+                    prop_assert!(status.can_transition_to(OrderStatus::Paid));
+                    prop_assert!(balance >= amount);
+                    prop_assert_eq!(kind, CallbackType::PaymentSucceeded);
+                }
+                Decision::FailOrder { .. } => prop_assert!(status.can_transition_to(OrderStatus::Failed)),
+                Decision::Ignore { .. } => prop_assert!(status.is_final()),
+            }
+        }
+
+        #[test]
+        fn a_failure_never_charges(status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000) {
+            prop_assert_ne!(decide(CallbackType::PaymentFailed, status, balance, amount), Decision::Charge);
+        }
+    }
+
+    #[test]
+    fn a_success_on_a_pending_order_with_too_little_balance_fails_it_and_flags_it() {
+        assert_eq!(
+            decide(
+                CallbackType::PaymentSucceeded,
+                OrderStatus::Pending,
+                99,
+                100
+            ),
+            Decision::FailOrder {
+                reason: "INSUFFICIENT_FUNDS",
+                anomaly: Some(AnomalyKind::InsufficientFunds)
+            }
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! `accounts`: balances in minor units.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A row of `accounts`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AccountRow {
+    /// Primary key.
+    pub account_id: Uuid,
+    /// Current balance.
+    pub balance_cents: i64,
+    /// Balance at opening.
+    pub opening_balance_cents: i64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// When it was opened.
+    pub created_at: OffsetDateTime,
+}
+
+/// Opens an account; `ON CONFLICT DO NOTHING` makes seeding a fixed id idempotent.
+#[tracing::instrument(name = "db.accounts.insert", skip(db))]
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    account_id: Uuid,
+    balance_cents: i64,
+    currency: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency)
+         VALUES ($1, $2, $2, $3)
+         ON CONFLICT (account_id) DO NOTHING",
+    )
+    .bind(account_id)
+    .bind(balance_cents)
+    .bind(currency)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Reads one account.
+#[tracing::instrument(name = "db.accounts.find", skip(db))]
+pub async fn find(db: impl PgExecutor<'_>, account_id: Uuid) -> sqlx::Result<Option<AccountRow>> {
+    sqlx::query_as(
+        "SELECT account_id, balance_cents, opening_balance_cents, currency, created_at
+         FROM accounts WHERE account_id = $1",
+    )
+    .bind(account_id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Deducts a charge, guarded so the balance can never go below zero.
+/// Returns false (and changes nothing) when the balance is too low.
+#[tracing::instrument(name = "db.accounts.deduct", skip(db))]
+pub async fn deduct(
+    db: impl PgExecutor<'_>,
+    account_id: Uuid,
+    amount_cents: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE accounts SET balance_cents = balance_cents - $2
+         WHERE account_id = $1 AND balance_cents >= $2",
+    )
+    .bind(account_id)
+    .bind(amount_cents)
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}

@@ -1,0 +1,124 @@
+//! `payment_attempts`: one per request token and one per order; holds the answer to replay.
+
+use sqlx::PgExecutor;
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Unique constraint: a request token makes at most one attempt.
+pub const TOKEN_UNIQUE: &str = "payment_attempts_request_token_key";
+/// Unique constraint: an order has at most one attempt.
+pub const ORDER_UNIQUE: &str = "payment_attempts_order_no_key";
+
+/// A row of `payment_attempts`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AttemptRow {
+    /// Our payment id.
+    pub payment_id: Uuid,
+    /// The token that made it.
+    pub request_token: Uuid,
+    /// The order it pays.
+    pub order_no: String,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// HTTP status of the winner's answer.
+    pub response_status: i16,
+    /// Body of the winner's answer.
+    pub response_body: Json<serde_json::Value>,
+    /// When the platform accepted it; NULL until then.
+    pub submitted_at: Option<OffsetDateTime>,
+}
+
+const COLUMNS: &str = "payment_id, request_token, order_no, amount_cents, currency, \
+                       response_status, response_body, submitted_at";
+
+/// The attempt a token made, if any: how a replay is answered without Redis.
+#[tracing::instrument(name = "db.attempts.find_by_token", skip(db))]
+pub async fn find_by_token(
+    db: impl PgExecutor<'_>,
+    request_token: Uuid,
+) -> sqlx::Result<Option<AttemptRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM payment_attempts WHERE request_token = $1"
+    ))
+    .bind(request_token)
+    .fetch_optional(db)
+    .await
+}
+
+/// The attempt already paying an order, if any.
+#[tracing::instrument(name = "db.attempts.find_by_order", skip(db))]
+pub async fn find_by_order(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+) -> sqlx::Result<Option<AttemptRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM payment_attempts WHERE order_no = $1"
+    ))
+    .bind(order_no)
+    .fetch_optional(db)
+    .await
+}
+
+/// Inserts a new attempt with the answer that will be replayed for its token.
+#[tracing::instrument(name = "db.attempts.insert", skip(db, response_body))]
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    payment_id: Uuid,
+    request_token: Uuid,
+    order_no: &str,
+    amount_cents: i64,
+    currency: &str,
+    response_status: i16,
+    response_body: &serde_json::Value,
+) -> sqlx::Result<AttemptRow> {
+    sqlx::query_as(&format!(
+        "INSERT INTO payment_attempts
+             (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         RETURNING {COLUMNS}"
+    ))
+    .bind(payment_id)
+    .bind(request_token)
+    .bind(order_no)
+    .bind(amount_cents)
+    .bind(currency)
+    .bind(response_status)
+    .bind(Json(response_body))
+    .fetch_one(db)
+    .await
+}
+
+/// Marks an attempt as accepted by the payment platform.
+#[tracing::instrument(name = "db.attempts.mark_submitted", skip(db))]
+pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE payment_attempts SET submitted_at = now()
+         WHERE payment_id = $1 AND submitted_at IS NULL",
+    )
+    .bind(payment_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Attempts committed but never handed to the platform (e.g. the process died in between),
+/// older than `min_age_secs`, for the dispatcher to send again.
+#[tracing::instrument(name = "db.attempts.list_unsubmitted", skip(db))]
+pub async fn list_unsubmitted(
+    db: impl PgExecutor<'_>,
+    min_age_secs: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<AttemptRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM payment_attempts
+         WHERE submitted_at IS NULL AND created_at < now() - make_interval(secs => $1)
+         ORDER BY created_at LIMIT $2"
+    ))
+    .bind(min_age_secs as f64)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}

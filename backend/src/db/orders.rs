@@ -1,0 +1,184 @@
+//! `orders` and their conditional state changes (the SQL mirror of `shared::OrderStatus`).
+
+use super::rfc3339;
+use shared::{Currency, OrderStatus};
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A row of `orders`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OrderRow {
+    /// Unguessable order number.
+    pub order_no: String,
+    /// The account it charges.
+    pub account_id: Uuid,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// `PENDING`, `PAID` or `FAILED`.
+    pub status: String,
+    /// Why it failed.
+    pub failure_reason: Option<String>,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// When it was charged.
+    pub paid_at: Option<OffsetDateTime>,
+}
+
+impl OrderRow {
+    /// The parsed status; the CHECK constraint guarantees it is known.
+    pub fn status(&self) -> anyhow::Result<OrderStatus> {
+        Ok(self.status.parse()?)
+    }
+
+    /// The wire form.
+    pub fn to_dto(&self) -> anyhow::Result<shared::api::Order> {
+        Ok(shared::api::Order {
+            order_no: self.order_no.clone(),
+            account_id: self.account_id,
+            amount_cents: self.amount_cents,
+            currency: self.currency.parse::<Currency>()?,
+            status: self.status()?,
+            created_at: rfc3339(self.created_at),
+            paid_at: self.paid_at.map(rfc3339),
+            failure_reason: self.failure_reason.clone(),
+        })
+    }
+}
+
+const COLUMNS: &str =
+    "order_no, account_id, amount_cents, currency, status, failure_reason, created_at, paid_at";
+
+/// Creates a PENDING order.
+#[tracing::instrument(name = "db.orders.insert", skip(db))]
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    account_id: Uuid,
+    amount_cents: i64,
+    currency: &str,
+) -> sqlx::Result<OrderRow> {
+    sqlx::query_as(&format!(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency)
+         VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
+    ))
+    .bind(order_no)
+    .bind(account_id)
+    .bind(amount_cents)
+    .bind(currency)
+    .fetch_one(db)
+    .await
+}
+
+/// Reads one order.
+#[tracing::instrument(name = "db.orders.find", skip(db))]
+pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Option<OrderRow>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE order_no = $1"))
+        .bind(order_no)
+        .fetch_optional(db)
+        .await
+}
+
+/// The newest orders of an account.
+#[tracing::instrument(name = "db.orders.list_for_account", skip(db))]
+pub async fn list_for_account(
+    db: impl PgExecutor<'_>,
+    account_id: Uuid,
+    limit: i64,
+) -> sqlx::Result<Vec<OrderRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM orders WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2"
+    ))
+    .bind(account_id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+/// An order locked together with its account's balance, for deciding a state change.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LockedOrder {
+    /// Order number.
+    pub order_no: String,
+    /// The account charged.
+    pub account_id: Uuid,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Current status.
+    pub status: String,
+    /// The account's balance, read under the same lock.
+    pub balance_cents: i64,
+}
+
+/// Locks the order row and its account row (`FOR UPDATE`) until the transaction ends.
+/// Every state change of an order happens under this lock, so two deliveries for
+/// one order are applied one after the other, each seeing the other's result.
+#[tracing::instrument(name = "db.orders.lock_with_account", skip(db))]
+pub async fn lock_with_account(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+) -> sqlx::Result<Option<LockedOrder>> {
+    sqlx::query_as(
+        "SELECT o.order_no, o.account_id, o.amount_cents, o.currency, o.status, a.balance_cents
+         FROM orders o JOIN accounts a ON a.account_id = o.account_id
+         WHERE o.order_no = $1
+         FOR UPDATE",
+    )
+    .bind(order_no)
+    .fetch_optional(db)
+    .await
+}
+
+/// `PENDING -> PAID`. Returns false when the order was not PENDING (someone else moved it).
+#[tracing::instrument(name = "db.orders.mark_paid", skip(db))]
+pub async fn mark_paid(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
+         WHERE order_no = $1 AND status = 'PENDING'",
+    )
+    .bind(order_no)
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// `PENDING -> FAILED` with a reason. Returns false when the order was not PENDING.
+#[tracing::instrument(name = "db.orders.mark_failed", skip(db))]
+pub async fn mark_failed(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    reason: &str,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE orders SET status = 'FAILED', failure_reason = $2, updated_at = now()
+         WHERE order_no = $1 AND status = 'PENDING'",
+    )
+    .bind(order_no)
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Records that a request token was handed out for an order.
+#[tracing::instrument(name = "db.orders.record_token_issued", skip(db))]
+pub async fn record_token_issued(
+    db: impl PgExecutor<'_>,
+    request_token: Uuid,
+    order_no: &str,
+    expires_at: OffsetDateTime,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO request_tokens_issued (request_token, order_no, expires_at) VALUES ($1, $2, $3)",
+    )
+    .bind(request_token)
+    .bind(order_no)
+    .bind(expires_at)
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! The one API error type. Every handler returns `Result<_, ApiError>`; each variant
+//! maps to an HTTP status and a stable [`ErrorCode`] in the shared error body.
+//! Database and internal failures are logged with their cause chain and answered
+//! with a generic message: SQL text never leaves the process.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use shared::{ErrorBody, ErrorCode, OrderStatus};
+
+/// Seconds a client should wait before retrying after a 503.
+pub const RETRY_AFTER_SECS: u32 = 1;
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Malformed body or parameter.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing or wrong admin bearer token.
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
+    /// No such route or resource (also the admin API when it is switched off).
+    #[error("not found")]
+    NotFound,
+    /// No such order.
+    #[error("no order with that number")]
+    OrderNotFound,
+    /// No such account.
+    #[error("no account with that id")]
+    AccountNotFound,
+    /// The request token cannot be used; the reason is for people.
+    #[error("{0}")]
+    TokenInvalid(&'static str),
+    /// The order is final.
+    #[error("order is {0}, only PENDING orders can be paid")]
+    OrderNotPayable(OrderStatus),
+    /// Balance below the amount.
+    #[error("balance of {balance_cents} is below the amount of {amount_cents}")]
+    InsufficientFunds {
+        /// Current balance.
+        balance_cents: i64,
+        /// Amount asked for.
+        amount_cents: i64,
+    },
+    /// Order currency differs from the account currency.
+    #[error("the account holds {account}, the order is in {order}")]
+    CurrencyMismatch {
+        /// The account's currency.
+        account: String,
+        /// The requested currency.
+        order: String,
+    },
+    /// Redis is unreachable or too slow.
+    #[error("the request-token store is unavailable")]
+    TokenStoreUnavailable(#[source] redis::RedisError),
+    /// Callback signature or timestamp rejected.
+    #[error("{0}")]
+    SignatureInvalid(String),
+    /// Callback amount or currency differs from the order.
+    #[error("{0}")]
+    AmountMismatch(String),
+    /// Callback id reused with another body.
+    #[error("callback id was already processed with a different body")]
+    CallbackConflict,
+    /// Body over the endpoint's limit.
+    #[error("body larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// PostgreSQL is unreachable or the pool is exhausted.
+    #[error("the database is unavailable")]
+    DatabaseUnavailable(#[source] sqlx::Error),
+    /// Anything else; logged, answered generically.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl ApiError {
+    /// The HTTP status and stable code of this error.
+    pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
+        use ApiError::*;
+        match self {
+            BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
+            Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            NotFound => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            OrderNotFound => (StatusCode::NOT_FOUND, ErrorCode::OrderNotFound),
+            AccountNotFound => (StatusCode::NOT_FOUND, ErrorCode::AccountNotFound),
+            TokenInvalid(_) => (StatusCode::CONFLICT, ErrorCode::TokenInvalid),
+            OrderNotPayable(_) => (StatusCode::CONFLICT, ErrorCode::OrderNotPayable),
+            InsufficientFunds { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InsufficientFunds,
+            ),
+            CurrencyMismatch { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::CurrencyMismatch,
+            ),
+            TokenStoreUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::TokenStoreUnavailable,
+            ),
+            SignatureInvalid(_) => (StatusCode::UNAUTHORIZED, ErrorCode::SignatureInvalid),
+            AmountMismatch(_) => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AmountMismatch),
+            CallbackConflict => (StatusCode::CONFLICT, ErrorCode::CallbackConflict),
+            PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
+            DatabaseUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::ServiceUnavailable,
+            ),
+            Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
+        }
+    }
+
+    /// Wraps any internal failure.
+    pub fn internal(err: impl Into<anyhow::Error>) -> Self {
+        Self::Internal(err.into())
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(err: sqlx::Error) -> Self {
+        match err {
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+                Self::DatabaseUnavailable(err)
+            }
+            // Connection-level failures (server restarting, admin shutdown) are retryable too.
+            sqlx::Error::Database(ref db)
+                if db
+                    .code()
+                    .is_some_and(|code| code.starts_with("57") || code.starts_with("08")) =>
+            {
+                Self::DatabaseUnavailable(err)
+            }
+            other => Self::Internal(other.into()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            Self::DatabaseUnavailable(err) => {
+                tracing::error!(error = %err, "database unavailable");
+                "The service is temporarily unavailable; retry shortly.".to_owned()
+            }
+            Self::TokenStoreUnavailable(err) => {
+                tracing::warn!(error = %err, "token store unavailable");
+                "Payments cannot start right now; nothing was charged. Retry shortly.".to_owned()
+            }
+            Self::Internal(err) => {
+                tracing::error!(error = ?err, "internal error");
+                "Something went wrong on our side; it was logged.".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut response = (status, Json(ErrorBody::new(code, message))).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}

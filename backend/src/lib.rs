@@ -1,0 +1,21 @@
+//! The exactly-once checkout backend.
+//!
+//! Read it top down:
+//! - a pay goes [`routes::pay`] -> [`tokens`] (Redis `GETDEL`) -> [`db::attempts`] -> [`platform`];
+//! - a callback goes [`routes::callbacks`] -> [`webhook`] (signature) -> [`charge`] (the one
+//!   transaction) -> answer. Callback code never touches Redis.
+//!
+//! Errors: every handler returns [`error::ApiError`], which answers with the shared error body.
+
+pub mod charge;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod extract;
+pub mod platform;
+pub mod routes;
+pub mod startup;
+pub mod state;
+pub mod telemetry;
+pub mod tokens;
+pub mod webhook;

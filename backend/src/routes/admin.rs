@@ -1,0 +1,99 @@
+//! `/api/admin/accounts`: open accounts and read them with their ledger. Bearer-token protected.
+
+use crate::db::{self, accounts, callbacks};
+use crate::error::ApiError;
+use crate::extract::AppJson;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use shared::api::{Account, AccountDetails, CreateAccount, LedgerEntry};
+use uuid::Uuid;
+
+/// Refuses the request unless it carries `Authorization: Bearer <ADMIN_TOKEN>`.
+/// With no admin token configured, the admin API does not exist (404).
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = state.admin_token.as_deref() else {
+        return Err(ApiError::NotFound);
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if constant_time_eq(presented.as_bytes(), expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::Unauthorized)
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0_u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `POST /api/admin/accounts` -> 201 the new account.
+pub async fn create_account(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppJson(body): AppJson<CreateAccount>,
+) -> Result<(StatusCode, Json<Account>), ApiError> {
+    authorize(&state, &headers)?;
+    if body.balance_cents < 0 {
+        return Err(ApiError::BadRequest(
+            "balance_cents must not be negative".into(),
+        ));
+    }
+    let account_id = Uuid::new_v4();
+    accounts::insert(
+        &state.db,
+        account_id,
+        body.balance_cents,
+        body.currency.as_str(),
+    )
+    .await?;
+    tracing::info!(%account_id, balance_cents = body.balance_cents, currency = %body.currency, "account opened");
+    Ok((
+        StatusCode::CREATED,
+        Json(Account {
+            account_id,
+            balance_cents: body.balance_cents,
+            currency: body.currency,
+        }),
+    ))
+}
+
+/// `GET /api/admin/accounts/{account_id}` -> the account with its ledger rows.
+pub async fn get_account(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(account_id): Path<String>,
+) -> Result<Json<AccountDetails>, ApiError> {
+    authorize(&state, &headers)?;
+    let account_id: Uuid = account_id.parse().map_err(|_| ApiError::AccountNotFound)?;
+    let account = accounts::find(&state.db, account_id)
+        .await?
+        .ok_or(ApiError::AccountNotFound)?;
+    let ledger = callbacks::ledger_for_account(&state.db, account_id)
+        .await?
+        .into_iter()
+        .map(|row| {
+            Ok(LedgerEntry {
+                callback_id: row.callback_id,
+                order_no: row.order_no,
+                amount_cents: row.amount_cents,
+                currency: row.currency.parse().map_err(ApiError::internal)?,
+                kind: row.kind,
+                payment_id: row.payment_id,
+                created_at: db::rfc3339(row.created_at),
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Json(AccountDetails {
+        account_id,
+        balance_cents: account.balance_cents,
+        opening_balance_cents: account.opening_balance_cents,
+        currency: account.currency.parse().map_err(ApiError::internal)?,
+        ledger,
+    }))
+}

@@ -1,0 +1,69 @@
+//! `POST /api/payments/callback`: payment result callbacks from the platform.
+//!
+//! Raw body (at most 64 KiB) -> signature check -> parse -> the charge
+//! transaction -> answer. Nothing here touches Redis: callbacks are exactly-once
+//! by the database alone. The idempotency key of a callback is `webhook-id`.
+
+use crate::charge::{self, VerifiedCallback};
+use crate::db::callbacks::{self as log, Delivery};
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use sha2::{Digest, Sha256};
+use shared::api::{CallbackAck, CallbackEvent};
+
+/// The largest callback body we read.
+pub const MAX_CALLBACK_BYTES: usize = 64 * 1024;
+
+/// The handler.
+pub async fn receive(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<CallbackAck>, ApiError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(MAX_CALLBACK_BYTES)
+        } else {
+            ApiError::BadRequest(rejection.body_text())
+        }
+    })?;
+
+    let callback_id = state.webhook.verify(&body, &headers).map_err(|reason| {
+        tracing::warn!(%reason, "callback refused: signature check failed; nothing written");
+        ApiError::SignatureInvalid(reason)
+    })?;
+
+    let event: CallbackEvent = match serde_json::from_slice(&body) {
+        Ok(event) => event,
+        Err(err) => {
+            // Signed by the platform, so worth a line in the delivery log for people.
+            log::record_delivery(
+                &state.db,
+                Delivery {
+                    callback_id,
+                    order_no: None,
+                    event_type: None,
+                    outcome: "MALFORMED_BODY",
+                    http_status: 400,
+                },
+            )
+            .await?;
+            tracing::warn!(callback_id, error = %err, "signed callback with a malformed body");
+            return Err(ApiError::BadRequest(format!(
+                "callback body is not a valid event: {err}"
+            )));
+        }
+    };
+
+    let callback = VerifiedCallback {
+        callback_id: callback_id.to_owned(),
+        body_sha256: hex::encode(Sha256::digest(&body)),
+        event,
+    };
+    charge::apply_callback(&state.db, &callback).await.map(Json)
+}

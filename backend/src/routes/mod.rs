@@ -1,0 +1,30 @@
+//! HTTP routes, one file per resource.
+
+pub mod admin;
+pub mod callbacks;
+pub mod demo;
+pub mod health;
+pub mod orders;
+pub mod pay;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::Router;
+use axum::routing::{get, post};
+
+/// Every `/api` route; unknown `/api` paths answer 404 in our error shape.
+pub fn api() -> Router<AppState> {
+    Router::new()
+        .route("/admin/accounts", post(admin::create_account))
+        .route("/admin/accounts/{account_id}", get(admin::get_account))
+        .route("/orders", post(orders::create_order))
+        .route("/orders/{order_no}", get(orders::get_order))
+        .route(
+            "/orders/{order_no}/request-token",
+            post(orders::issue_request_token),
+        )
+        .route("/orders/{order_no}/pay", post(pay::pay))
+        .route("/payments/callback", post(callbacks::receive))
+        .route("/demo", get(demo::shop))
+        .fallback(|| async { ApiError::NotFound })
+}

@@ -1,0 +1,97 @@
+//! `/api/orders`: create and read orders, and hand out one-time request tokens.
+
+use crate::db::{accounts, orders};
+use crate::error::ApiError;
+use crate::extract::AppJson;
+use crate::state::AppState;
+use crate::tokens::TokenBinding;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use shared::OrderStatus;
+use shared::api::{CreateOrder, Order, RequestToken};
+use uuid::Uuid;
+
+/// A new unguessable order number: 122 random bits.
+fn new_order_no() -> String {
+    format!("ord_{}", Uuid::new_v4().simple())
+}
+
+/// `POST /api/orders` -> 201 the PENDING order.
+pub async fn create_order(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<CreateOrder>,
+) -> Result<(StatusCode, Json<Order>), ApiError> {
+    if body.amount_cents <= 0 {
+        return Err(ApiError::BadRequest(
+            "amount_cents must be a positive integer".into(),
+        ));
+    }
+    let account = accounts::find(&state.db, body.account_id)
+        .await?
+        .ok_or(ApiError::AccountNotFound)?;
+    if account.currency != body.currency.as_str() {
+        return Err(ApiError::CurrencyMismatch {
+            account: account.currency,
+            order: body.currency.to_string(),
+        });
+    }
+    let order_no = new_order_no();
+    let row = orders::insert(
+        &state.db,
+        &order_no,
+        body.account_id,
+        body.amount_cents,
+        body.currency.as_str(),
+    )
+    .await?;
+    tracing::info!(%order_no, amount_cents = body.amount_cents, "order created");
+    Ok((
+        StatusCode::CREATED,
+        Json(row.to_dto().map_err(ApiError::internal)?),
+    ))
+}
+
+/// `GET /api/orders/{order_no}` -> the order.
+pub async fn get_order(
+    State(state): State<AppState>,
+    Path(order_no): Path<String>,
+) -> Result<Json<Order>, ApiError> {
+    let row = orders::find(&state.db, &order_no)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    Ok(Json(row.to_dto().map_err(ApiError::internal)?))
+}
+
+/// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to the order and amount.
+pub async fn issue_request_token(
+    State(state): State<AppState>,
+    Path(order_no): Path<String>,
+) -> Result<(StatusCode, Json<RequestToken>), ApiError> {
+    let order = orders::find(&state.db, &order_no)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    let status = order.status().map_err(ApiError::internal)?;
+    if status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(status));
+    }
+    let binding = TokenBinding {
+        order_no: order.order_no.clone(),
+        amount_cents: order.amount_cents,
+        currency: order.currency.parse().map_err(ApiError::internal)?,
+    };
+    let (token, expires_at) = state
+        .tokens
+        .issue(&binding)
+        .await
+        .map_err(ApiError::TokenStoreUnavailable)?;
+    orders::record_token_issued(&state.db, token, &order_no, expires_at).await?;
+    tracing::info!(%order_no, request_token = %token, "request token issued");
+    Ok((
+        StatusCode::CREATED,
+        Json(RequestToken {
+            request_token: token,
+            expires_at: crate::db::rfc3339(expires_at),
+        }),
+    ))
+}

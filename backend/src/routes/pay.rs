@@ -1,0 +1,194 @@
+//! `POST /api/orders/{order_no}/pay`: "Pay now".
+//!
+//! The idempotency key of a submit is its request token:
+//! 1. `GETDEL` the token in Redis: exactly one concurrent submit gets its binding;
+//! 2. the winner inserts the payment attempt (UNIQUE request token, UNIQUE order)
+//!    with the answer it gives, in one transaction, and answers 202;
+//! 3. the attempt is handed to the platform after commit.
+//!
+//! Every later use of the token, even after Redis lost everything, finds the
+//! attempt row and gets the winner's answer replayed with `Idempotent-Replayed: true`.
+
+use crate::db::{self, attempts};
+use crate::error::ApiError;
+use crate::extract::AppJson;
+use crate::platform;
+use crate::state::AppState;
+use crate::tokens::TokenBinding;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use shared::OrderStatus;
+use shared::api::{PayAccepted, PayRequest};
+use uuid::Uuid;
+
+/// Header marking an answer as the replay of an earlier one.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// The handler.
+#[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
+pub async fn pay(
+    State(state): State<AppState>,
+    Path(order_no): Path<String>,
+    AppJson(body): AppJson<PayRequest>,
+) -> Result<Response, ApiError> {
+    let token = body.request_token;
+    let binding = match state.tokens.consume(token).await {
+        Ok(Some(binding)) => binding,
+        Ok(None) => {
+            return replay_or(
+                &state,
+                token,
+                &order_no,
+                ApiError::TokenInvalid(
+                    "request token is unknown, expired or already used; get a new one and retry",
+                ),
+            )
+            .await;
+        }
+        Err(err) => {
+            return replay_or(
+                &state,
+                token,
+                &order_no,
+                ApiError::TokenStoreUnavailable(err),
+            )
+            .await;
+        }
+    };
+    if binding.order_no != order_no {
+        tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
+        return Err(ApiError::TokenInvalid(
+            "request token was issued for another order",
+        ));
+    }
+
+    match start_attempt(&state, token, &binding).await {
+        Ok(Started::New(attempt)) => {
+            tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
+            let answer = stored_answer(&attempt, false);
+            let (db, platform) = (state.db.clone(), state.platform.clone());
+            tokio::spawn(async move {
+                if let Err(err) = platform::dispatch(&db, &platform, &attempt).await {
+                    // The dispatcher loop re-sends it.
+                    tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
+                }
+            });
+            Ok(answer)
+        }
+        Ok(Started::Joined(attempt)) => {
+            tracing::info!(%order_no, payment_id = %attempt.payment_id, "order already has a payment attempt; joined it");
+            Ok(stored_answer(&attempt, true))
+        }
+        Err(err) => {
+            if err.status_and_code().0.is_server_error() {
+                // Our fault, not the shopper's: give the token back so the same retry works.
+                if let Err(restore) = state.tokens.restore(token, &binding).await {
+                    tracing::warn!(error = %restore, "could not restore the request token");
+                }
+            }
+            Err(err)
+        }
+    }
+}
+
+/// A token that Redis does not (or cannot) give us: answer from the database if
+/// the token already made an attempt, otherwise with `error`.
+async fn replay_or(
+    state: &AppState,
+    token: Uuid,
+    order_no: &str,
+    error: ApiError,
+) -> Result<Response, ApiError> {
+    match attempts::find_by_token(&state.db, token).await? {
+        Some(attempt) if attempt.order_no == order_no => {
+            tracing::info!(%order_no, "replaying the answer of an earlier submit");
+            Ok(stored_answer(&attempt, true))
+        }
+        Some(_) => Err(ApiError::TokenInvalid(
+            "request token was issued for another order",
+        )),
+        None => Err(error),
+    }
+}
+
+enum Started {
+    New(attempts::AttemptRow),
+    Joined(attempts::AttemptRow),
+}
+
+/// The transaction that turns a consumed token into the order's one payment attempt.
+async fn start_attempt(
+    state: &AppState,
+    token: Uuid,
+    binding: &TokenBinding,
+) -> Result<Started, ApiError> {
+    let mut tx = state.db.begin().await?;
+    // The order lock serialises attempts for one order; the UNIQUE constraints are the floor beneath it.
+    let order = db::orders::lock_with_account(&mut *tx, &binding.order_no)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    let status: OrderStatus = order.status.parse().map_err(ApiError::internal)?;
+    if status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(status));
+    }
+    if order.amount_cents != binding.amount_cents || order.currency != binding.currency.as_str() {
+        return Err(ApiError::TokenInvalid(
+            "the order changed since the token was issued",
+        ));
+    }
+    if let Some(existing) = attempts::find_by_order(&mut *tx, &order.order_no).await? {
+        return Ok(Started::Joined(existing));
+    }
+    if order.balance_cents < order.amount_cents {
+        return Err(ApiError::InsufficientFunds {
+            balance_cents: order.balance_cents,
+            amount_cents: order.amount_cents,
+        });
+    }
+    let payment_id = Uuid::new_v4();
+    let answer = PayAccepted {
+        order_no: order.order_no.clone(),
+        payment_id,
+        status: OrderStatus::Pending,
+    };
+    let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
+    let attempt = attempts::insert(
+        &mut *tx,
+        payment_id,
+        token,
+        &order.order_no,
+        order.amount_cents,
+        &order.currency,
+        i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
+        &body,
+    )
+    .await
+    .map_err(|err| {
+        if db::is_unique_violation(&err, attempts::TOKEN_UNIQUE)
+            || db::is_unique_violation(&err, attempts::ORDER_UNIQUE)
+        {
+            // Unreachable under the order lock; the constraint still says no.
+            ApiError::TokenInvalid("a concurrent submit for this order is in flight")
+        } else {
+            err.into()
+        }
+    })?;
+    tx.commit().await?;
+    Ok(Started::New(attempt))
+}
+
+fn stored_answer(attempt: &attempts::AttemptRow, replayed: bool) -> Response {
+    let status = u16::try_from(attempt.response_status)
+        .ok()
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .unwrap_or(StatusCode::ACCEPTED);
+    let mut response = (status, Json(attempt.response_body.0.clone())).into_response();
+    if replayed {
+        response
+            .headers_mut()
+            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    response
+}

@@ -1,0 +1,215 @@
+//! Building and running the application: database, migrations, Redis, router, listener.
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::platform::{self, Platform};
+use crate::routes;
+use crate::state::AppState;
+use crate::tokens::TokenStore;
+use crate::webhook::WebhookKey;
+use anyhow::Context;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{StatusCode, header};
+use axum::routing::get;
+use sqlx::migrate::MigrateDatabase;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Postgres};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
+use tower_http::services::{ServeDir, ServeFile};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// Largest request body any endpoint reads (callbacks are held to this too).
+pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
+
+/// The migrations in `migrations/`, embedded at compile time.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// A built application: bound to its port, migrated, ready to serve.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    router: Router,
+}
+
+impl Application {
+    /// Creates the database if missing, migrates it, connects, binds. Port 0 picks a free port.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let db = connect_and_migrate(&config.database_url, config.database_max_connections).await?;
+
+        let webhook = match &config.webhook_secret {
+            Some(secret) => WebhookKey::new(secret)?,
+            None => {
+                tracing::warn!(
+                    "WEBHOOK_SECRET is not set: generated a random secret for this process \
+                     (development only; callbacks signed with any other secret are refused)"
+                );
+                WebhookKey::generate()
+            }
+        };
+        let tokens = TokenStore::new(
+            &config.redis_url,
+            &config.redis_key_prefix,
+            Duration::from_secs(config.token_ttl_secs),
+        )
+        .context("REDIS_URL is not a valid Redis URL")?;
+
+        let listener = TcpListener::bind(config.bind_addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.bind_addr))?;
+        let local = listener.local_addr()?;
+        let callback_host = if local.ip().is_unspecified() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            local.ip()
+        };
+        let callback_url = format!(
+            "http://{}/api/payments/callback",
+            std::net::SocketAddr::new(callback_host, local.port())
+        );
+        let platform = Platform::sandbox(
+            webhook.clone(),
+            callback_url,
+            Duration::from_millis(config.sandbox_callback_delay_ms),
+        );
+
+        let demo_account = if config.demo {
+            Some(routes::demo::seed(&db).await?)
+        } else {
+            None
+        };
+
+        let state = AppState {
+            db,
+            tokens,
+            webhook,
+            admin_token: config.admin_token.as_deref().map(Arc::from),
+            platform,
+            demo_account,
+        };
+        let router = router(state.clone(), config.static_dir.as_deref());
+        tracing::info!(address = %local, demo = config.demo, "checkout backend ready");
+        Ok(Self {
+            listener,
+            state,
+            router,
+        })
+    }
+
+    /// The port actually bound.
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The shared state (tests use its pool).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until SIGINT/SIGTERM, finishing in-flight requests; re-sends unsubmitted
+    /// payment attempts in the background meanwhile.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let dispatcher =
+            platform::run_dispatcher(self.state.db.clone(), self.state.platform.clone());
+        let server =
+            axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal());
+        tokio::select! {
+            result = server => result,
+            () = dispatcher => Ok(()),
+        }
+    }
+}
+
+/// Creates the database if it does not exist, opens a pool and applies the migrations.
+pub async fn connect_and_migrate(
+    database_url: &str,
+    max_connections: u32,
+) -> anyhow::Result<PgPool> {
+    if !Postgres::database_exists(database_url)
+        .await
+        .with_context(|| format!("cannot reach PostgreSQL at {}", redact(database_url)))?
+    {
+        tracing::info!(database = %redact(database_url), "creating the database");
+        if let Err(err) = Postgres::create_database(database_url).await {
+            // Another process may have created it at the same moment.
+            if !Postgres::database_exists(database_url)
+                .await
+                .unwrap_or(false)
+            {
+                return Err(err).context("cannot create the database");
+            }
+        }
+    }
+    let db = PgPoolOptions::new()
+        .max_connections(max_connections)
+        // A missing database must turn into a quick 503, not a hung request.
+        .acquire_timeout(Duration::from_secs(3))
+        .connect(database_url)
+        .await
+        .context("cannot connect to the database")?;
+    MIGRATOR.run(&db).await.context("cannot apply migrations")?;
+    Ok(db)
+}
+
+fn redact(url: &str) -> String {
+    match url.split_once('@') {
+        Some((scheme_and_user, host)) => {
+            let scheme = scheme_and_user.split("://").next().unwrap_or("postgres");
+            format!("{scheme}://***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// The whole HTTP surface: `/healthz`, `/api/*`, and the payment page when `static_dir` is set.
+pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
+    let mut app = Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .nest("/api", routes::api())
+        .with_state(state);
+    app = match static_dir {
+        // Client-side routes such as /pay/{order_no} get index.html with 200.
+        Some(dir) => app
+            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        None => app.fallback(|| async { ApiError::NotFound }),
+    };
+    app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(15),
+        ))
+        .layer(CatchPanicLayer::new())
+        .layer(TraceLayer::new_for_http())
+        .layer(SetSensitiveHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::HeaderName::from_static(crate::webhook::HEADER_SIGNATURE),
+        ]))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

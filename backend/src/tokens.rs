@@ -1,0 +1,139 @@
+//! The request-token store, in Redis: a fast helper, never the guarantee.
+//!
+//! A token is issued with `SET key value EX ttl NX` and consumed with one `GETDEL`,
+//! so of any number of concurrent submits exactly one gets the binding back.
+//! If Redis loses the key (flush, restart, failover) a later submit merely fails
+//! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
+//! unique constraints, not Redis, keep a token from paying twice.
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use serde::{Deserialize, Serialize};
+use shared::Currency;
+use std::time::Duration;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Longest we wait for Redis before answering 503: a slow helper must not stall checkout.
+const REDIS_DEADLINE: Duration = Duration::from_millis(1_000);
+
+/// What a token is bound to: it pays this order, for this amount, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenBinding {
+    /// The order the token was issued for.
+    pub order_no: String,
+    /// The order's amount when the token was issued.
+    pub amount_cents: i64,
+    /// The order's currency.
+    pub currency: Currency,
+}
+
+/// Issues and consumes one-time request tokens.
+#[derive(Clone)]
+pub struct TokenStore {
+    conn: ConnectionManager,
+    prefix: String,
+    ttl: Duration,
+}
+
+impl TokenStore {
+    /// Prepares the store without connecting: the backend starts even while Redis is down.
+    pub fn new(redis_url: &str, prefix: &str, ttl: Duration) -> redis::RedisResult<Self> {
+        let client = redis::Client::open(redis_url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(500)))
+            .set_response_timeout(Some(Duration::from_millis(500)))
+            .set_number_of_retries(1);
+        let conn = client.get_connection_manager_lazy(config)?;
+        Ok(Self {
+            conn,
+            prefix: prefix.to_owned(),
+            ttl,
+        })
+    }
+
+    /// The configured time to live of a token.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    fn key(&self, token: Uuid) -> String {
+        format!("{}token:{}", self.prefix, token.as_hyphenated())
+    }
+
+    /// Stores a new random token bound to `binding`; returns it with its expiry time.
+    #[tracing::instrument(name = "tokens.issue", skip(self), fields(order_no = %binding.order_no))]
+    pub async fn issue(
+        &self,
+        binding: &TokenBinding,
+    ) -> redis::RedisResult<(Uuid, OffsetDateTime)> {
+        let token = Uuid::new_v4();
+        let value = serde_json::to_string(binding).map_err(json_error)?;
+        let ttl_secs = self.ttl.as_secs().max(1);
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key(token))
+            .arg(value)
+            .arg("EX")
+            .arg(ttl_secs)
+            .arg("NX");
+        let stored: Option<String> = self.run(&cmd).await?;
+        if stored.is_none() {
+            // A v4 collision inside the TTL is not expected in practice; refuse rather than overwrite.
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "request token already exists",
+            )));
+        }
+        let ttl = time::Duration::seconds(i64::try_from(ttl_secs).unwrap_or(i64::MAX));
+        Ok((token, OffsetDateTime::now_utc() + ttl))
+    }
+
+    /// Takes the token out of the store in one `GETDEL`: `Some` for exactly one caller.
+    #[tracing::instrument(name = "tokens.consume", skip(self))]
+    pub async fn consume(&self, token: Uuid) -> redis::RedisResult<Option<TokenBinding>> {
+        let mut cmd = redis::cmd("GETDEL");
+        cmd.arg(self.key(token));
+        let raw: Option<String> = self.run(&cmd).await?;
+        raw.map(|text| serde_json::from_str(&text).map_err(json_error))
+            .transpose()
+    }
+
+    /// Puts a consumed token back (only if absent) after a failure on our side, so
+    /// the shopper's retry with the same token is not refused for our fault.
+    #[tracing::instrument(name = "tokens.restore", skip(self, binding))]
+    pub async fn restore(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<()> {
+        let value = serde_json::to_string(binding).map_err(json_error)?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key(token))
+            .arg(value)
+            .arg("EX")
+            .arg(self.ttl.as_secs().max(1))
+            .arg("NX");
+        let _: Option<String> = self.run(&cmd).await?;
+        Ok(())
+    }
+
+    /// `PING`, for the health check.
+    pub async fn ping(&self) -> redis::RedisResult<()> {
+        let _: String = self.run(&redis::cmd("PING")).await?;
+        Ok(())
+    }
+
+    async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(REDIS_DEADLINE, cmd.query_async(&mut conn)).await {
+            Ok(result) => result,
+            Err(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "redis did not answer in time",
+            ))),
+        }
+    }
+}
+
+fn json_error(err: serde_json::Error) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::Parse,
+        "request token value is not valid JSON",
+        err.to_string(),
+    ))
+}

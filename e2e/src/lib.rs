@@ -1,0 +1,1 @@
+//! Browser end-to-end test support.

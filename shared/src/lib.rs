@@ -1,0 +1,15 @@
+//! Wire types shared by the checkout backend and the payment page.
+//!
+//! This crate holds data only: request and answer DTOs ([`api`]), the order
+//! state machine's states and its one transition rule ([`status`]), money in
+//! integer minor units ([`money`]) and the error body with its stable codes
+//! ([`error`]). It has no business logic and compiles for `wasm32` and native.
+
+pub mod api;
+pub mod error;
+pub mod money;
+pub mod status;
+
+pub use error::{ErrorBody, ErrorCode, ErrorDetail};
+pub use money::{Currency, CurrencyError, format_minor};
+pub use status::OrderStatus;

@@ -1,0 +1,140 @@
+//! The order state machine: `PENDING -> PAID` or `PENDING -> FAILED`, nothing else.
+//!
+//! The backend's SQL mirrors this rule with conditional updates
+//! (`UPDATE orders ... WHERE order_no = $1 AND status = 'PENDING'`); the
+//! database CHECK constraint spells the states exactly as [`OrderStatus::as_str`].
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Where an order stands. Spelled the same on the wire and in the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    /// Created and not yet settled: the only state a payment can start from.
+    Pending,
+    /// Charged exactly once. Final.
+    Paid,
+    /// Will never be charged. Final.
+    Failed,
+}
+
+impl OrderStatus {
+    /// Every state, in declaration order.
+    pub const ALL: [OrderStatus; 3] = [Self::Pending, Self::Paid, Self::Failed];
+
+    /// The spelling used on the wire and in the `orders.status` column.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Paid => "PAID",
+            Self::Failed => "FAILED",
+        }
+    }
+
+    /// The one transition rule: only a pending order moves, and only to a final state.
+    pub const fn can_transition_to(self, next: OrderStatus) -> bool {
+        matches!(
+            (self, next),
+            (Self::Pending, Self::Paid) | (Self::Pending, Self::Failed)
+        )
+    }
+
+    /// A final state never changes again.
+    pub const fn is_final(self) -> bool {
+        !matches!(self, Self::Pending)
+    }
+}
+
+impl fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The text was not one of `PENDING`, `PAID`, `FAILED`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown order status {0:?}")]
+pub struct UnknownStatus(pub String);
+
+impl FromStr for OrderStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| UnknownStatus(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_status() -> impl Strategy<Value = OrderStatus> {
+        prop::sample::select(OrderStatus::ALL.to_vec())
+    }
+
+    #[test]
+    fn only_pending_moves_and_only_to_a_final_state() {
+        let allowed: Vec<_> = OrderStatus::ALL
+            .into_iter()
+            .flat_map(|from| OrderStatus::ALL.into_iter().map(move |to| (from, to)))
+            .filter(|(from, to)| from.can_transition_to(*to))
+            .collect();
+        assert_eq!(
+            allowed,
+            vec![
+                (OrderStatus::Pending, OrderStatus::Paid),
+                (OrderStatus::Pending, OrderStatus::Failed)
+            ]
+        );
+    }
+
+    #[test]
+    fn wire_spelling_matches_the_database_spelling() {
+        for status in OrderStatus::ALL {
+            let json = serde_json::to_string(&status).expect("serialises");
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_walk_through_the_machine_takes_at_most_one_step(
+            steps in prop::collection::vec(any_status(), 0..20)
+        ) {
+            let mut current = OrderStatus::Pending;
+            let mut moves = 0;
+            for next in steps {
+                if current.can_transition_to(next) {
+                    current = next;
+                    moves += 1;
+                }
+            }
+            prop_assert!(moves <= 1);
+            prop_assert_eq!(moves == 1, current.is_final());
+        }
+
+        #[test]
+        fn final_states_never_move(from in any_status(), to in any_status()) {
+            if from.is_final() {
+                prop_assert!(!from.can_transition_to(to));
+            }
+        }
+
+        #[test]
+        fn parsing_round_trips(status in any_status()) {
+            prop_assert_eq!(status.as_str().parse::<OrderStatus>(), Ok(status));
+        }
+
+        #[test]
+        fn parsing_rejects_other_text(text in "[a-zA-Z_]{0,10}") {
+            let known = OrderStatus::ALL.iter().any(|s| s.as_str() == text);
+            prop_assert_eq!(text.parse::<OrderStatus>().is_ok(), known);
+        }
+    }
+}
