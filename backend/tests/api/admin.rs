@@ -1,0 +1,126 @@
+use crate::helpers::{
+    ADMIN_TOKEN, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
+};
+use reqwest::StatusCode;
+use serde_json::json;
+use shared::api::AccountDetails;
+
+#[tokio::test]
+async fn create_account_returns_201_with_the_account() {
+    let app = spawn_app().await;
+
+    let account = app.create_account(5_000, "EUR").await;
+
+    assert_eq!(account.balance_cents, 5_000);
+    assert_eq!(account.currency.as_str(), "EUR");
+    assert_eq!(app.balance(&account).await, 5_000);
+}
+
+#[tokio::test]
+async fn admin_api_answers_401_without_the_right_bearer_token_and_creates_nothing() {
+    let app = spawn_app().await;
+    let body = json!({"balance_cents": 100, "currency": "EUR"});
+
+    let missing = app
+        .http
+        .post(app.url("/api/admin/accounts"))
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+    let wrong = app
+        .http
+        .post(app.url("/api/admin/accounts"))
+        .bearer_auth("not-the-token")
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(missing).await, "UNAUTHORIZED");
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(app.count("accounts").await, 0);
+}
+
+#[tokio::test]
+async fn admin_api_is_404_when_no_admin_token_is_configured() {
+    let app = spawn_app_with(|c| c.admin_token = None).await;
+
+    let response = app
+        .http
+        .post(app.url("/api/admin/accounts"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"balance_cents": 100, "currency": "EUR"}))
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(app.count("accounts").await, 0);
+}
+
+#[tokio::test]
+async fn create_account_rejects_bad_input_with_400_and_creates_nothing() {
+    let app = spawn_app().await;
+    for body in [
+        json!({"balance_cents": -1, "currency": "EUR"}),
+        json!({"balance_cents": 100, "currency": "euro"}),
+        json!({"balance_cents": 1.5, "currency": "EUR"}),
+        json!({"currency": "EUR"}),
+    ] {
+        let response = app
+            .http
+            .post(app.url("/api/admin/accounts"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(error_code(response).await, "BAD_REQUEST");
+    }
+    assert_eq!(app.count("accounts").await, 0);
+}
+
+#[tokio::test]
+async fn get_account_returns_the_balance_and_its_ledger_rows() {
+    let app = spawn_app().await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let callback_id = new_callback_id();
+    let applied = app.post_callback(&callback_id, &success_body(&order)).await;
+    assert_eq!(applied.status(), StatusCode::OK);
+
+    let response = app
+        .http
+        .get(app.url(&format!("/api/admin/accounts/{}", account.account_id)))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let details: AccountDetails = response.json().await.expect("json");
+    assert_eq!(details.balance_cents, 7_500);
+    assert_eq!(details.opening_balance_cents, 10_000);
+    assert_eq!(details.ledger.len(), 1);
+    assert_eq!(details.ledger[0].callback_id, callback_id);
+    assert_eq!(details.ledger[0].amount_cents, 2_500);
+    assert_eq!(details.ledger[0].kind, "CHARGE");
+}
+
+#[tokio::test]
+async fn get_unknown_account_is_404() {
+    let app = spawn_app().await;
+
+    let response = app
+        .http
+        .get(app.url(&format!("/api/admin/accounts/{}", uuid::Uuid::new_v4())))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(error_code(response).await, "ACCOUNT_NOT_FOUND");
+}

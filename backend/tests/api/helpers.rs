@@ -1,0 +1,439 @@
+//! Test support: a real app on a random port, a fresh database per test, a
+//! per-test Redis key prefix, typed request helpers, signed callbacks, and
+//! snapshots that prove an error changed nothing.
+
+use backend::config::Config;
+use backend::invariants;
+use backend::startup::Application;
+use backend::webhook::WebhookKey;
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use shared::api::{Account, Order, RequestToken};
+use sqlx::PgPool;
+use std::process::{Child, Command, Stdio};
+use std::sync::Once;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// The admin bearer token every test app uses.
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+fn postgres_base() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+fn shared_redis_url() -> String {
+    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+static TRACING: Once = Once::new();
+
+/// A running app and everything a test needs to talk to it.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub address: String,
+    /// The test's own database.
+    pub db: PgPool,
+    /// Client for requests.
+    pub http: reqwest::Client,
+    /// Signs callbacks with the app's secret.
+    pub webhook: WebhookKey,
+    /// The configuration the app was built with.
+    pub config: Config,
+    server: JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Starts the app with the defaults of the test suite.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts the app after `adjust` changed the configuration.
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+    TRACING.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok() {
+            backend::telemetry::init();
+        }
+    });
+    let id = Uuid::new_v4().simple().to_string();
+    let secret = WebhookKey::generate();
+    let mut config = Config {
+        database_url: format!("{}/checkout_test_{id}", postgres_base()),
+        redis_url: shared_redis_url(),
+        redis_key_prefix: format!("test:{id}:"),
+        bind_addr: "127.0.0.1:0".parse().expect("valid address"),
+        webhook_secret: Some(secret.secret().to_owned()),
+        admin_token: Some(ADMIN_TOKEN.into()),
+        sandbox_callback_delay_ms: 50,
+        ..Config::default()
+    };
+    adjust(&mut config);
+    start(config).await
+}
+
+async fn start(config: Config) -> TestApp {
+    let app = Application::build(config.clone())
+        .await
+        .expect("app builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let db = app.state().db.clone();
+    let webhook = app.state().webhook.clone();
+    let server = tokio::spawn(app.run_until_stopped());
+    TestApp {
+        address,
+        db,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client builds"),
+        webhook,
+        config,
+        server,
+    }
+}
+
+impl TestApp {
+    /// Stops this instance and starts a new one on the same database and Redis:
+    /// a backend restart, with all in-memory state gone.
+    pub async fn restart(self) -> TestApp {
+        let config = self.config.clone();
+        drop(self);
+        start(config).await
+    }
+
+    /// Full URL of a path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// Opens an account through the admin API.
+    pub async fn create_account(&self, balance_cents: i64, currency: &str) -> Account {
+        let response = self
+            .http
+            .post(self.url("/api/admin/accounts"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({"balance_cents": balance_cents, "currency": currency}))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.json().await.expect("account body")
+    }
+
+    /// `POST /api/orders` with any JSON.
+    pub async fn post_order(&self, body: &Value) -> Response {
+        self.http
+            .post(self.url("/api/orders"))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Creates an order and returns it.
+    pub async fn create_order(&self, account: &Account, amount_cents: i64) -> Order {
+        let response = self
+            .post_order(&json!({
+                "account_id": account.account_id,
+                "amount_cents": amount_cents,
+                "currency": account.currency,
+            }))
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.json().await.expect("order body")
+    }
+
+    /// An account with `balance` EUR cents and one PENDING order of `amount`.
+    pub async fn account_with_order(&self, balance: i64, amount: i64) -> (Account, Order) {
+        let account = self.create_account(balance, "EUR").await;
+        let order = self.create_order(&account, amount).await;
+        (account, order)
+    }
+
+    /// `GET /api/orders/{order_no}`.
+    pub async fn get_order(&self, order_no: &str) -> Response {
+        self.http
+            .get(self.url(&format!("/api/orders/{order_no}")))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// The order as the API reports it now.
+    pub async fn order(&self, order_no: &str) -> Order {
+        let response = self.get_order(order_no).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json().await.expect("order body")
+    }
+
+    /// `POST /api/orders/{order_no}/request-token`.
+    pub async fn post_request_token(&self, order_no: &str) -> Response {
+        self.http
+            .post(self.url(&format!("/api/orders/{order_no}/request-token")))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// A fresh request token for the order.
+    pub async fn request_token(&self, order_no: &str) -> Uuid {
+        let response = self.post_request_token(order_no).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: RequestToken = response.json().await.expect("token body");
+        body.request_token
+    }
+
+    /// `POST /api/orders/{order_no}/pay` with the token.
+    pub async fn pay(&self, order_no: &str, token: Uuid) -> Response {
+        self.pay_raw(order_no, &json!({"request_token": token}).to_string())
+            .await
+    }
+
+    /// `POST /api/orders/{order_no}/pay` with any body.
+    pub async fn pay_raw(&self, order_no: &str, body: &str) -> Response {
+        self.http
+            .post(self.url(&format!("/api/orders/{order_no}/pay")))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Waits until the order leaves PENDING (the sandbox's callback arrived).
+    pub async fn wait_until_final(&self, order_no: &str) -> Order {
+        for _ in 0..200 {
+            let order = self.order(order_no).await;
+            if order.status.is_final() {
+                return order;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("order {order_no} stayed PENDING for 10 s");
+    }
+
+    /// Posts a callback signed now with the app's secret.
+    pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
+        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        let signature = self
+            .webhook
+            .sign(callback_id, timestamp, body.as_bytes())
+            .expect("signs");
+        self.post_callback_with_headers(body, callback_id, &timestamp.to_string(), &signature)
+            .await
+    }
+
+    /// Posts a callback with exactly these signature headers.
+    pub async fn post_callback_with_headers(
+        &self,
+        body: &str,
+        callback_id: &str,
+        timestamp: &str,
+        signature: &str,
+    ) -> Response {
+        self.http
+            .post(self.url("/api/payments/callback"))
+            .header("content-type", "application/json")
+            .header("webhook-id", callback_id)
+            .header("webhook-timestamp", timestamp)
+            .header("webhook-signature", signature)
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// The current balance of an account, read from the database.
+    pub async fn balance(&self, account: &Account) -> i64 {
+        sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE account_id = $1")
+            .bind(account.account_id)
+            .fetch_one(&self.db)
+            .await
+            .expect("balance")
+    }
+
+    /// Rows in a table (name from the test code only).
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(&self.db)
+            .await
+            .expect("count")
+    }
+
+    /// Anomaly kinds recorded for an order.
+    pub async fn anomalies(&self, order_no: &str) -> Vec<String> {
+        sqlx::query_scalar("SELECT kind FROM anomalies WHERE order_no = $1 ORDER BY anomaly_id")
+            .bind(order_no)
+            .fetch_all(&self.db)
+            .await
+            .expect("anomalies")
+    }
+
+    /// Panics with every violation if an invariant is broken.
+    pub async fn assert_invariants(&self) -> invariants::Report {
+        match invariants::check(&self.db).await.expect("invariants query") {
+            Ok(report) => report,
+            Err(violations) => panic!("{violations}"),
+        }
+    }
+
+    /// Everything a bad request must not change (deliveries and anomalies are
+    /// audit records and are checked separately where they apply).
+    pub async fn snapshot(&self) -> Snapshot {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT 'account ' || account_id || ' ' || balance_cents FROM accounts
+             UNION ALL SELECT 'order ' || order_no || ' ' || status || ' ' || coalesce(failure_reason, '-') FROM orders
+             UNION ALL SELECT 'attempt ' || payment_id FROM payment_attempts
+             UNION ALL SELECT 'callback ' || callback_id FROM payment_callbacks
+             UNION ALL SELECT 'ledger ' || callback_id || ' ' || amount_cents FROM payment_ledger
+             UNION ALL SELECT 'token ' || request_token FROM request_tokens_issued
+             ORDER BY 1",
+        )
+        .fetch_all(&self.db)
+        .await
+        .expect("snapshot");
+        Snapshot(rows.into_iter().map(|(row,)| row).collect())
+    }
+}
+
+/// The business state of a database at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot(pub Vec<String>);
+
+/// A payment result callback body.
+pub fn callback_body(kind: &str, order: &Order, amount_cents: i64, currency: &str) -> String {
+    json!({
+        "type": kind,
+        "timestamp": "2026-12-02T10:00:00Z",
+        "data": {
+            "order_no": order.order_no,
+            "amount_cents": amount_cents,
+            "currency": currency,
+            "payment_id": format!("pay_{}", Uuid::new_v4().simple()),
+        }
+    })
+    .to_string()
+}
+
+/// A `payment.succeeded` body for the order's own amount.
+pub fn success_body(order: &Order) -> String {
+    callback_body(
+        "payment.succeeded",
+        order,
+        order.amount_cents,
+        order.currency.as_str(),
+    )
+}
+
+/// A fresh callback id.
+pub fn new_callback_id() -> String {
+    format!("evt_{}", Uuid::new_v4().simple())
+}
+
+/// Reads an error answer and returns its code, checking the shared error shape.
+pub async fn error_code(response: Response) -> String {
+    let body: Value = response.json().await.expect("JSON error body");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.is_empty(), "error without message: {body}");
+    body["error"]["code"]
+        .as_str()
+        .expect("error code")
+        .to_owned()
+}
+
+/// A `redis-server` owned by one test, on its own port: the test may stop,
+/// restart or flush it without disturbing anything else.
+pub struct OwnedRedis {
+    /// The port it listens on.
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl OwnedRedis {
+    /// Starts a server on a free port and waits until it answers.
+    pub async fn start() -> OwnedRedis {
+        let port = free_port();
+        let mut redis = OwnedRedis { port, child: None };
+        redis.resume().await;
+        redis
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts it again on the same port (empty: nothing is persisted).
+    pub async fn resume(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (is it installed?)");
+        self.child = Some(child);
+        for _ in 0..100 {
+            if self.ping().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("owned redis-server on port {} did not answer", self.port);
+    }
+
+    /// Kills it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Drops every key, as a Redis that lost its data.
+    pub async fn flush(&self) {
+        let client = redis::Client::open(self.url()).expect("url");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connects");
+        let _: () = redis::cmd("FLUSHALL")
+            .query_async(&mut conn)
+            .await
+            .expect("flushes");
+    }
+
+    async fn ping(&self) -> bool {
+        let Ok(client) = redis::Client::open(self.url()) else {
+            return false;
+        };
+        match client.get_multiplexed_async_connection().await {
+            Ok(mut conn) => redis::cmd("PING")
+                .query_async::<String>(&mut conn)
+                .await
+                .is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+impl Drop for OwnedRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}

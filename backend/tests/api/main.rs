@@ -1,0 +1,12 @@
+//! Integration tests of the checkout backend: the real app over real HTTP,
+//! against real PostgreSQL (a fresh database per test) and real Redis.
+
+mod admin;
+mod callbacks;
+mod health;
+mod helpers;
+mod incident;
+mod orders;
+mod pay;
+mod redis_outage;
+mod request_token;

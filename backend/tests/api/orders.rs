@@ -1,0 +1,138 @@
+use crate::helpers::{error_code, spawn_app};
+use reqwest::StatusCode;
+use serde_json::json;
+use shared::OrderStatus;
+
+#[tokio::test]
+async fn create_order_returns_201_with_a_pending_unguessable_order() {
+    let app = spawn_app().await;
+    let account = app.create_account(10_000, "EUR").await;
+
+    let first = app.create_order(&account, 1_999).await;
+    let second = app.create_order(&account, 1_999).await;
+
+    assert_eq!(first.status, OrderStatus::Pending);
+    assert_eq!(first.amount_cents, 1_999);
+    assert_eq!(first.account_id, account.account_id);
+    assert!(first.paid_at.is_none() && first.failure_reason.is_none());
+    assert_ne!(first.order_no, second.order_no);
+    // 32 random hex digits after the prefix: not guessable from another order's number.
+    assert_eq!(first.order_no.len(), "ord_".len() + 32);
+}
+
+#[tokio::test]
+async fn get_order_returns_the_contract_fields() {
+    let app = spawn_app().await;
+    let (_, order) = app.account_with_order(10_000, 1_000).await;
+
+    let response = app.get_order(&order.order_no).await;
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value = response.json().await.expect("json");
+    for field in [
+        "order_no",
+        "account_id",
+        "amount_cents",
+        "currency",
+        "status",
+        "created_at",
+        "paid_at",
+        "failure_reason",
+    ] {
+        assert!(body.get(field).is_some(), "missing {field} in {body}");
+    }
+    assert_eq!(body["status"], "PENDING");
+}
+
+#[tokio::test]
+async fn get_unknown_order_is_404_order_not_found() {
+    let app = spawn_app().await;
+
+    let response = app.get_order("ord_doesnotexist").await;
+
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(error_code(response).await, "ORDER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn create_order_rejects_bad_input_and_changes_nothing() {
+    let app = spawn_app().await;
+    let account = app.create_account(10_000, "EUR").await;
+    let before = app.snapshot().await;
+    let id = account.account_id;
+    let cases = [
+        (
+            json!({"account_id": id, "amount_cents": 0, "currency": "EUR"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"account_id": id, "amount_cents": -5, "currency": "EUR"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"account_id": id, "amount_cents": 9.99, "currency": "EUR"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"account_id": id, "amount_cents": 100, "currency": "eur"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"account_id": "nope", "amount_cents": 100, "currency": "EUR"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"account_id": uuid::Uuid::new_v4(), "amount_cents": 100, "currency": "EUR"}),
+            StatusCode::NOT_FOUND,
+            "ACCOUNT_NOT_FOUND",
+        ),
+        (
+            json!({"account_id": id, "amount_cents": 100, "currency": "USD"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "CURRENCY_MISMATCH",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let response = app.post_order(&body).await;
+        assert_eq!(response.status(), status, "{body}");
+        assert_eq!(error_code(response).await, code, "{body}");
+    }
+
+    let malformed = app
+        .http
+        .post(app.url("/api/orders"))
+        .header("content-type", "application/json")
+        .body("{\"account_id\":")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(malformed).await, "BAD_REQUEST");
+
+    assert_eq!(app.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn oversized_request_bodies_are_refused_with_413() {
+    let app = spawn_app().await;
+    let before = app.snapshot().await;
+    let huge = format!("{{\"pad\":\"{}\"}}", "x".repeat(70 * 1024));
+
+    let response = app
+        .http
+        .post(app.url("/api/orders"))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error_code(response).await, "PAYLOAD_TOO_LARGE");
+    assert_eq!(app.snapshot().await, before);
+}
