@@ -62,31 +62,41 @@ pub async fn find_by_order(
     .await
 }
 
+/// What a new attempt row holds.
+#[derive(Debug, Clone, Copy)]
+pub struct NewAttempt<'a> {
+    /// Our payment id.
+    pub payment_id: Uuid,
+    /// The consumed request token.
+    pub request_token: Uuid,
+    /// The order it pays.
+    pub order_no: &'a str,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// ISO 4217 code.
+    pub currency: &'a str,
+    /// HTTP status of the answer to replay.
+    pub response_status: i16,
+    /// Body of the answer to replay.
+    pub response_body: &'a serde_json::Value,
+}
+
 /// Inserts a new attempt with the answer that will be replayed for its token.
-#[tracing::instrument(name = "db.attempts.insert", skip(db, response_body))]
-pub async fn insert(
-    db: impl PgExecutor<'_>,
-    payment_id: Uuid,
-    request_token: Uuid,
-    order_no: &str,
-    amount_cents: i64,
-    currency: &str,
-    response_status: i16,
-    response_body: &serde_json::Value,
-) -> sqlx::Result<AttemptRow> {
+#[tracing::instrument(name = "db.attempts.insert", skip(db, new), fields(order_no = new.order_no))]
+pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Result<AttemptRow> {
     sqlx::query_as(&format!(
         "INSERT INTO payment_attempts
              (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
          VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING {COLUMNS}"
     ))
-    .bind(payment_id)
-    .bind(request_token)
-    .bind(order_no)
-    .bind(amount_cents)
-    .bind(currency)
-    .bind(response_status)
-    .bind(Json(response_body))
+    .bind(new.payment_id)
+    .bind(new.request_token)
+    .bind(new.order_no)
+    .bind(new.amount_cents)
+    .bind(new.currency)
+    .bind(new.response_status)
+    .bind(Json(new.response_body))
     .fetch_one(db)
     .await
 }

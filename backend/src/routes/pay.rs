@@ -156,13 +156,15 @@ async fn start_attempt(
     let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
     let attempt = attempts::insert(
         &mut *tx,
-        payment_id,
-        token,
-        &order.order_no,
-        order.amount_cents,
-        &order.currency,
-        i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
-        &body,
+        attempts::NewAttempt {
+            payment_id,
+            request_token: token,
+            order_no: &order.order_no,
+            amount_cents: order.amount_cents,
+            currency: &order.currency,
+            response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
+            response_body: &body,
+        },
     )
     .await
     .map_err(|err| {
