@@ -20,6 +20,7 @@ use crate::db::accounts;
 use crate::db::callbacks::{self, AnomalyKind, Delivery, NewCallback, NewCharge};
 use crate::db::orders::{self, LockedOrder};
 use crate::error::ApiError;
+use crate::faults;
 use serde_json::json;
 use shared::OrderStatus;
 use shared::api::{CallbackAck, CallbackEvent, CallbackType};
@@ -116,6 +117,7 @@ pub async fn apply_callback(
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
     let data = &callback.event.data;
+    faults::crash_point("callback.before_tx");
     let mut tx = db.begin().await?;
 
     if let Some(seen) = callbacks::find(&mut *tx, &callback.callback_id).await? {
@@ -165,7 +167,9 @@ pub async fn apply_callback(
 
     execute(&mut tx, callback, &order, decision).await?;
     log_delivery(&mut tx, callback, decision.outcome(), 200).await?;
+    faults::crash_point("callback.in_tx");
     tx.commit().await?;
+    faults::crash_point("callback.after_commit");
     tracing::info!(outcome = decision.outcome(), "callback applied");
     Ok(CallbackAck {
         code: "SUCCESS".into(),

@@ -53,6 +53,14 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_CALLBACK_DELAY_MS", default_value_t = 500)]
     pub sandbox_callback_delay_ms: u64,
 
+    /// Fault injection for tests only: `name=probability,...` (see `faults.rs`). Never set in production.
+    #[arg(long, env = "CRASH_POINTS")]
+    pub crash_points: Option<String>,
+
+    /// Seed of the crash-point dice, so a failing fault run can be reproduced.
+    #[arg(long, env = "CRASH_SEED", default_value_t = 0)]
+    pub crash_seed: u64,
+
     /// Largest number of PostgreSQL connections.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 20)]
     pub database_max_connections: u32,
@@ -73,6 +81,8 @@ impl Default for Config {
             demo: false,
             sandbox_callback_delay_ms: 500,
             database_max_connections: 20,
+            crash_points: None,
+            crash_seed: 0,
         }
     }
 }

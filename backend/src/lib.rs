@@ -12,6 +12,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod extract;
+pub mod faults;
 pub mod invariants;
 pub mod platform;
 pub mod routes;

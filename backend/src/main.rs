@@ -9,6 +9,9 @@ use clap::Parser;
 async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let config = Config::parse();
+    if let Some(spec) = &config.crash_points {
+        backend::faults::arm(spec, config.crash_seed)?;
+    }
     let app = Application::build(config).await?;
     app.run_until_stopped().await?;
     Ok(())

@@ -12,6 +12,7 @@
 use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::extract::AppJson;
+use crate::faults;
 use crate::platform;
 use crate::state::AppState;
 use crate::tokens::TokenBinding;
@@ -57,6 +58,7 @@ pub async fn pay(
             .await;
         }
     };
+    faults::crash_point("pay.after_getdel");
     if binding.order_no != order_no {
         tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
         return Err(ApiError::TokenInvalid(
@@ -66,6 +68,7 @@ pub async fn pay(
 
     match start_attempt(&state, token, &binding).await {
         Ok(Started::New(attempt)) => {
+            faults::crash_point("pay.after_commit");
             tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
             let answer = stored_answer(&attempt, false);
             let (db, platform) = (state.db.clone(), state.platform.clone());
