@@ -49,6 +49,11 @@ pub struct Config {
     #[arg(long, env = "DEMO", default_value_t = false)]
     pub demo: bool,
 
+    /// The payment platform (e.g. `http://127.0.0.1:4000` for `platform-sim`).
+    /// Unset: the same simulator runs inside this process.
+    #[arg(long, env = "PLATFORM_URL")]
+    pub platform_url: Option<String>,
+
     /// How long the in-process sandbox platform waits before delivering a callback, in ms.
     #[arg(long, env = "SANDBOX_CALLBACK_DELAY_MS", default_value_t = 500)]
     pub sandbox_callback_delay_ms: u64,
@@ -80,6 +85,7 @@ impl Default for Config {
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
+            platform_url: None,
             database_max_connections: 20,
             crash_points: None,
             crash_seed: 0,

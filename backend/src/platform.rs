@@ -1,194 +1,145 @@
-//! The payment platform client, and the in-process sandbox platform behind it.
+//! The payment platform client.
 //!
-//! After a pay attempt commits, the attempt is handed to the platform; the
-//! platform later posts a signed result callback to `/api/payments/callback`,
-//! at least once. Handing over is idempotent by request token, so the dispatcher
-//! can safely re-send attempts that a crash left unsubmitted.
+//! After a pay attempt commits it is handed to the platform, idempotently by
+//! request token (`Idempotency-Key`). The platform then posts a signed result
+//! callback to `/api/payments/callback`, at least once.
+//!
+//! - `PLATFORM_URL` set: a remote platform (`platform-sim` or a real one) over HTTP.
+//!   "Submitted" means the platform accepted the payment; it owns the retries.
+//! - `PLATFORM_URL` unset: the same simulator runs in this process. It dies with
+//!   the process, so "submitted" means its callback was acknowledged; until then
+//!   the dispatcher keeps handing the attempt over again, also after a restart.
 
 use crate::db::attempts::{self, AttemptRow};
-use crate::webhook::{HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP, WebhookKey};
-use shared::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
+use platform_sim::{CreatePayment, SimConfig, Simulator};
 use sqlx::PgPool;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// Retry delays of the sandbox's callback delivery (bounded: it gives up after the last).
-const SANDBOX_RETRY_DELAYS: [Duration; 8] = [
-    Duration::from_millis(250),
-    Duration::from_millis(500),
-    Duration::from_secs(1),
-    Duration::from_secs(2),
-    Duration::from_secs(5),
-    Duration::from_secs(10),
-    Duration::from_secs(30),
-    Duration::from_secs(60),
-];
-
-/// How old an unsubmitted attempt must be before the dispatcher re-sends it.
+/// How old an unsubmitted attempt must be before the dispatcher hands it over again.
 const DISPATCH_MIN_AGE_SECS: i64 = 5;
+/// How long a hand-over to the in-process simulator waits for its callback to be acknowledged.
+const IN_PROCESS_CONFIRM_WAIT: Duration = Duration::from_secs(30);
 
-/// What the platform needs to take a payment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentRequest {
-    /// Our payment id.
-    pub payment_id: Uuid,
-    /// The idempotency key of the hand-over.
-    pub request_token: Uuid,
-    /// Our order number, echoed in the callback.
-    pub order_no: String,
-    /// Amount in minor units.
-    pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: shared::Currency,
-}
-
-impl TryFrom<&AttemptRow> for PaymentRequest {
-    type Error = anyhow::Error;
-
-    fn try_from(row: &AttemptRow) -> Result<Self, Self::Error> {
-        Ok(Self {
-            payment_id: row.payment_id,
-            request_token: row.request_token,
-            order_no: row.order_no.clone(),
-            amount_cents: row.amount_cents,
-            currency: row.currency.parse()?,
-        })
-    }
-}
-
-/// The payment platform as the backend sees it.
+/// Where payments go.
 #[derive(Clone)]
 pub struct Platform {
-    sandbox: Arc<Sandbox>,
+    mode: Mode,
+    notify_url: String,
+    in_flight: Arc<Mutex<HashSet<Uuid>>>,
 }
 
-struct Sandbox {
-    http: reqwest::Client,
-    key: WebhookKey,
-    callback_url: String,
-    delay: Duration,
-    /// Request token -> platform payment id: the sandbox's idempotency record.
-    accepted: Mutex<HashMap<Uuid, String>>,
+#[derive(Clone)]
+enum Mode {
+    InProcess(Simulator),
+    Remote {
+        http: reqwest::Client,
+        base_url: String,
+    },
 }
 
 impl Platform {
-    /// An in-process sandbox that signs its callbacks with `key` and posts them to `callback_url`.
-    /// Outcome rule: an amount ending in 13 minor units fails, anything else succeeds.
-    pub fn sandbox(key: WebhookKey, callback_url: String, delay: Duration) -> Self {
+    /// The simulator in this process, signing with `secret`, deciding each
+    /// payment after `processing_delay` (amounts ending in 13 minor units fail).
+    pub fn in_process(
+        secret: &str,
+        processing_delay: Duration,
+        notify_url: String,
+    ) -> anyhow::Result<Self> {
+        let simulator = Simulator::try_new(SimConfig {
+            secret: secret.to_owned(),
+            processing_delay,
+            ..SimConfig::default()
+        })?;
+        Ok(Self::with_mode(Mode::InProcess(simulator), notify_url))
+    }
+
+    /// A platform at `base_url` (e.g. `http://127.0.0.1:4000`).
+    pub fn remote(base_url: &str, notify_url: String) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap_or_default();
+            .build()?;
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        Ok(Self::with_mode(Mode::Remote { http, base_url }, notify_url))
+    }
+
+    fn with_mode(mode: Mode, notify_url: String) -> Self {
         Self {
-            sandbox: Arc::new(Sandbox {
-                http,
-                key,
-                callback_url,
-                delay,
-                accepted: Mutex::new(HashMap::new()),
-            }),
+            mode,
+            notify_url,
+            in_flight: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
-    /// Hands a payment to the platform. The same request token returns the same
-    /// platform payment id and never starts a second payment.
-    #[tracing::instrument(name = "platform.submit", skip(self), fields(order_no = %request.order_no))]
-    pub fn submit(&self, request: &PaymentRequest) -> String {
-        let sandbox = &self.sandbox;
-        let mut accepted = sandbox
-            .accepted
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(existing) = accepted.get(&request.request_token) {
-            return existing.clone();
-        }
-        let platform_payment_id = format!("pay_{}", request.payment_id.simple());
-        accepted.insert(request.request_token, platform_payment_id.clone());
-        drop(accepted);
-        tokio::spawn(Arc::clone(sandbox).deliver(request.clone(), platform_payment_id.clone()));
-        platform_payment_id
-    }
-}
-
-impl Sandbox {
-    async fn deliver(self: Arc<Self>, request: PaymentRequest, payment_id: String) {
-        tokio::time::sleep(self.delay).await;
-        let kind = if request.amount_cents % 100 == 13 {
-            CallbackType::PaymentFailed
-        } else {
-            CallbackType::PaymentSucceeded
+    /// Hands the payment over; `Ok` once it is safe to stop handing it over.
+    async fn hand_over(&self, attempt: &AttemptRow) -> anyhow::Result<String> {
+        let request = CreatePayment {
+            order_no: attempt.order_no.clone(),
+            amount_cents: attempt.amount_cents,
+            currency: attempt.currency.parse()?,
+            notify_url: self.notify_url.clone(),
         };
-        let event = CallbackEvent {
-            kind,
-            timestamp: EventTimestamp::Text(crate::db::rfc3339(OffsetDateTime::now_utc())),
-            data: CallbackData {
-                order_no: request.order_no.clone(),
-                amount_cents: request.amount_cents,
-                currency: request.currency,
-                payment_id,
-            },
-        };
-        let callback_id = format!("evt_{}", Uuid::new_v4().simple());
-        let Ok(body) = serde_json::to_vec(&event) else {
-            tracing::error!("sandbox could not serialise its callback");
-            return;
-        };
-        for (attempt, delay) in std::iter::once(Duration::ZERO)
-            .chain(SANDBOX_RETRY_DELAYS)
-            .enumerate()
-        {
-            tokio::time::sleep(delay).await;
-            match self.post(&callback_id, &body).await {
-                Ok(status) if status.is_success() => {
-                    tracing::info!(%callback_id, order_no = %request.order_no, attempt, "sandbox callback delivered");
-                    return;
+        let key = attempt.request_token.to_string();
+        match &self.mode {
+            Mode::Remote { http, base_url } => {
+                let response = http
+                    .post(format!("{base_url}/v1/payments"))
+                    .header("idempotency-key", &key)
+                    .json(&request)
+                    .send()
+                    .await?;
+                let status = response.status();
+                let body: serde_json::Value = response.json().await.unwrap_or_default();
+                anyhow::ensure!(status.is_success(), "platform answered {status}: {body}");
+                Ok(body["payment_id"].as_str().unwrap_or_default().to_owned())
+            }
+            Mode::InProcess(simulator) => {
+                let (payment, _) = simulator.create_payment(&key, request).await?;
+                let deadline = tokio::time::Instant::now() + IN_PROCESS_CONFIRM_WAIT;
+                while tokio::time::Instant::now() < deadline {
+                    let delivered = simulator
+                        .payment(&payment.payment_id)
+                        .is_some_and(|p| p.callbacks.iter().any(|c| c.delivered));
+                    if delivered {
+                        return Ok(payment.payment_id);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                Ok(status) => {
-                    tracing::warn!(%callback_id, %status, attempt, "sandbox callback refused; will retry")
-                }
-                Err(err) => {
-                    tracing::warn!(%callback_id, error = %err, attempt, "sandbox callback failed; will retry")
-                }
+                anyhow::bail!("the in-process platform's callback is not acknowledged yet")
             }
         }
-        tracing::error!(%callback_id, order_no = %request.order_no, "sandbox gave up delivering a callback");
-    }
-
-    async fn post(&self, callback_id: &str, body: &[u8]) -> anyhow::Result<reqwest::StatusCode> {
-        // Signed at each try, as real platforms do, so the timestamp stays fresh.
-        let timestamp = OffsetDateTime::now_utc().unix_timestamp();
-        let signature = self.key.sign(callback_id, timestamp, body)?;
-        let response = self
-            .http
-            .post(&self.callback_url)
-            .header(HEADER_ID, callback_id)
-            .header(HEADER_TIMESTAMP, timestamp.to_string())
-            .header(HEADER_SIGNATURE, signature)
-            .header("content-type", "application/json")
-            .body(body.to_vec())
-            .send()
-            .await?;
-        Ok(response.status())
     }
 }
 
-/// Hands one committed attempt to the platform and records that it was accepted.
+/// Hands one committed attempt to the platform and records when that is done.
+/// Concurrent calls for the same attempt in this process collapse into one.
 pub async fn dispatch(
     db: &PgPool,
     platform: &Platform,
     attempt: &AttemptRow,
 ) -> anyhow::Result<()> {
-    let request = PaymentRequest::try_from(attempt)?;
-    let platform_payment_id = platform.submit(&request);
+    {
+        let mut in_flight = platform.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if !in_flight.insert(attempt.payment_id) {
+            return Ok(());
+        }
+    }
+    let result = platform.hand_over(attempt).await;
+    platform
+        .in_flight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&attempt.payment_id);
+    let platform_payment_id = result?;
     attempts::mark_submitted(db, attempt.payment_id).await?;
     tracing::info!(payment_id = %attempt.payment_id, %platform_payment_id, "payment handed to the platform");
     Ok(())
 }
 
-/// Forever: re-sends attempts a crash left committed but unsubmitted.
+/// Forever: hands over again the attempts that a crash (or a platform outage)
+/// left committed but unsubmitted.
 pub async fn run_dispatcher(db: PgPool, platform: Platform) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     loop {
@@ -200,11 +151,14 @@ pub async fn run_dispatcher(db: PgPool, platform: Platform) {
                 continue;
             }
         };
-        for attempt in &stuck {
-            tracing::info!(payment_id = %attempt.payment_id, "re-sending an attempt left unsubmitted");
-            if let Err(err) = dispatch(&db, &platform, attempt).await {
-                tracing::warn!(error = %err, payment_id = %attempt.payment_id, "re-send failed");
-            }
+        for attempt in stuck {
+            let (db, platform) = (db.clone(), platform.clone());
+            tokio::spawn(async move {
+                tracing::info!(payment_id = %attempt.payment_id, "handing over an attempt left unsubmitted");
+                if let Err(err) = dispatch(&db, &platform, &attempt).await {
+                    tracing::warn!(error = %err, payment_id = %attempt.payment_id, "hand-over failed; will retry");
+                }
+            });
         }
     }
 }

@@ -73,11 +73,17 @@ impl Application {
             "http://{}/api/payments/callback",
             std::net::SocketAddr::new(callback_host, local.port())
         );
-        let platform = Platform::sandbox(
-            webhook.clone(),
-            callback_url,
-            Duration::from_millis(config.sandbox_callback_delay_ms),
-        );
+        let platform = match &config.platform_url {
+            Some(url) => {
+                tracing::info!(platform = %url, "payments go to a remote platform");
+                Platform::remote(url, callback_url)?
+            }
+            None => Platform::in_process(
+                webhook.secret(),
+                Duration::from_millis(config.sandbox_callback_delay_ms),
+                callback_url,
+            )?,
+        };
 
         let demo_account = if config.demo {
             Some(routes::demo::seed(&db).await?)

@@ -85,6 +85,20 @@ impl BackendProcess {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Sets an environment variable for the next (re)start.
+    pub fn set_env(&mut self, key: &str, value: String) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value));
+    }
+
+    /// The value of an environment variable it is started with.
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The process id while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -1,0 +1,250 @@
+//! The one typed client of the checkout API.
+//!
+//! Every call answers `Result<T, ApiError>`: a 2xx body decoded into the
+//! `shared` DTO, or an [`ApiError`] for everything else. A non-2xx answer
+//! carrying our error body becomes [`ApiError::Server`] with the
+//! [`shared::ErrorBody`]; anything else that is not a decoded 2xx (no answer,
+//! a proxy's HTML error page, a body we cannot read) has its own variant, so
+//! the page never branches on message text.
+//!
+//! Requests go to the page's own origin (`/api/...`); `trunk serve` proxies
+//! them to the backend in development, the backend serves the page itself in
+//! production and in the browser tests.
+
+use gloo_net::http::{Request, RequestBuilder};
+use gloo_timers::callback::Timeout;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use shared::api::{CreateOrder, DemoShop, Order, PayAccepted, PayRequest, RequestToken};
+use shared::{ErrorBody, ErrorCode};
+
+/// How long a read (`GET`) may take before it counts as a network failure.
+const READ_TIMEOUT_MS: u32 = 10_000;
+/// How long a write may take. A pay request that times out is retried with the
+/// same token, which the backend answers by replaying its first answer.
+const WRITE_TIMEOUT_MS: u32 = 10_000;
+
+/// Why a call did not produce the expected 2xx body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// No answer arrived: offline, connection refused, or our timeout fired.
+    #[error("network error: {0}")]
+    Network(String),
+    /// A non-2xx answer with the API's error body.
+    #[error("HTTP {status} {}: {}", body.error.code, body.error.message)]
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// The decoded `{"error":{"code","message"}}` body.
+        body: ErrorBody,
+        /// Seconds from a `Retry-After` header, when the server sent one.
+        retry_after_secs: Option<u32>,
+    },
+    /// A non-2xx answer without our error body (e.g. a proxy's 502 page).
+    #[error("HTTP {status} without an error body")]
+    Http {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A 2xx answer whose body did not decode into the expected type.
+    #[error("unexpected answer: {0}")]
+    Decode(String),
+}
+
+impl ApiError {
+    /// The API's error code, when the server answered with one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Self::Server { body, .. } => Some(body.error.code),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when there was an answer.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Server { status, .. } | Self::Http { status } => Some(*status),
+            Self::Network(_) | Self::Decode(_) => None,
+        }
+    }
+
+    /// True when the request probably never reached our backend, or the answer
+    /// was lost on the way: no answer at all, or a gateway error page from a
+    /// proxy in front of it. Such a request may be repeated unchanged.
+    pub fn is_transport_failure(&self) -> bool {
+        matches!(self, Self::Network(_) | Self::Http { status: 502 | 504 })
+    }
+
+    /// True when the backend says a dependency is down for now (503).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self.code(),
+            Some(ErrorCode::TokenStoreUnavailable | ErrorCode::ServiceUnavailable)
+        ) || self.status() == Some(503)
+    }
+}
+
+/// `GET /api/demo`: the demo account and its orders (404 when demo mode is off).
+pub async fn demo() -> Result<DemoShop, ApiError> {
+    call(Request::get("/api/demo"), None, READ_TIMEOUT_MS).await
+}
+
+/// `POST /api/orders`: creates an order to pay.
+pub async fn create_order(body: &CreateOrder) -> Result<Order, ApiError> {
+    let body = encode(body)?;
+    call(Request::post("/api/orders"), Some(body), WRITE_TIMEOUT_MS).await
+}
+
+/// `GET /api/orders/{order_no}`: the order as it stands now.
+pub async fn order(order_no: &str) -> Result<Order, ApiError> {
+    let url = format!("/api/orders/{}", path_segment(order_no));
+    call(Request::get(&url), None, READ_TIMEOUT_MS).await
+}
+
+/// `POST /api/orders/{order_no}/request-token`: a fresh one-time pay token.
+pub async fn request_token(order_no: &str) -> Result<RequestToken, ApiError> {
+    let url = format!("/api/orders/{}/request-token", path_segment(order_no));
+    call(Request::post(&url), None, WRITE_TIMEOUT_MS).await
+}
+
+/// `POST /api/orders/{order_no}/pay`: starts the payment with the request's token.
+///
+/// Safe to repeat with the same token: the backend replays its first answer.
+pub async fn pay(order_no: &str, body: &PayRequest) -> Result<PayAccepted, ApiError> {
+    let url = format!("/api/orders/{}/pay", path_segment(order_no));
+    let body = encode(body)?;
+    call(Request::post(&url), Some(body), WRITE_TIMEOUT_MS).await
+}
+
+fn encode(body: &impl Serialize) -> Result<String, ApiError> {
+    serde_json::to_string(body).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// Sends one request and decodes its answer; gives up after `timeout_ms`.
+async fn call<T: DeserializeOwned>(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Result<T, ApiError> {
+    let deadline = Deadline::start(timeout_ms);
+    let builder = builder
+        .header("accept", "application/json")
+        .abort_signal(deadline.as_ref().map(|d| &d.signal));
+    let sent = match json_body {
+        Some(text) => {
+            let request = builder
+                .header("content-type", "application/json")
+                .body(text)
+                .map_err(|e| ApiError::Decode(e.to_string()))?;
+            request.send().await
+        }
+        None => builder.send().await,
+    };
+    let response = sent.map_err(|e| ApiError::Network(e.to_string()))?;
+    // The answer arrived; from here on a timeout must not abort reading its body.
+    drop(deadline);
+    let status = response.status();
+    if response.ok() {
+        return response
+            .json::<T>()
+            .await
+            .map_err(|e| ApiError::Decode(e.to_string()));
+    }
+    let retry_after_secs = response
+        .headers()
+        .get("retry-after")
+        .and_then(|value| value.trim().parse().ok());
+    let text = response.text().await.unwrap_or_default();
+    Err(error_from_answer(status, &text, retry_after_secs))
+}
+
+/// Aborts a request when its timer fires; dropping it cancels the timer.
+struct Deadline {
+    signal: web_sys::AbortSignal,
+    _timer: Timeout,
+}
+
+impl Deadline {
+    fn start(timeout_ms: u32) -> Option<Self> {
+        let controller = web_sys::AbortController::new().ok()?;
+        let signal = controller.signal();
+        let timer = Timeout::new(timeout_ms, move || controller.abort());
+        Some(Self {
+            signal,
+            _timer: timer,
+        })
+    }
+}
+
+/// Turns a non-2xx answer into an [`ApiError`]: our error body when it is one.
+pub fn error_from_answer(status: u16, body: &str, retry_after_secs: Option<u32>) -> ApiError {
+    match serde_json::from_str::<ErrorBody>(body) {
+        Ok(body) => ApiError::Server {
+            status,
+            body,
+            retry_after_secs,
+        },
+        Err(_) => ApiError::Http { status },
+    }
+}
+
+/// Percent-encodes one URL path segment (everything but RFC 3986 unreserved characters).
+pub fn path_segment(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for byte in raw.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn an_error_body_becomes_a_server_error_with_its_code() {
+        let err = error_from_answer(
+            503,
+            r#"{"error":{"code":"TOKEN_STORE_UNAVAILABLE","message":"down"}}"#,
+            Some(2),
+        );
+        assert_eq!(err.code(), Some(ErrorCode::TokenStoreUnavailable));
+        assert_eq!(err.status(), Some(503));
+        assert!(err.is_unavailable());
+        assert!(!err.is_transport_failure());
+        assert!(matches!(
+            err,
+            ApiError::Server {
+                retry_after_secs: Some(2),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_proxy_error_page_is_an_http_error_without_a_code() {
+        let err = error_from_answer(502, "<html>Bad Gateway</html>", None);
+        assert_eq!(err, ApiError::Http { status: 502 });
+        assert_eq!(err.code(), None);
+        assert!(err.is_transport_failure());
+    }
+
+    #[test]
+    fn a_network_failure_may_be_repeated() {
+        assert!(ApiError::Network("refused".into()).is_transport_failure());
+        assert!(!ApiError::Decode("bad json".into()).is_transport_failure());
+    }
+
+    #[test]
+    fn order_numbers_are_escaped_in_paths() {
+        assert_eq!(path_segment("ORD-123_a.b~"), "ORD-123_a.b~");
+        assert_eq!(path_segment("a/b c"), "a%2Fb%20c");
+        assert_eq!(path_segment("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,32 @@
+//! An order status as a coloured badge.
+
+use leptos::prelude::*;
+use shared::OrderStatus;
+
+/// Shows `PENDING`, `PAID` or `FAILED`, colour-coded; the text carries the
+/// meaning, the colour only repeats it. `data-status` holds the wire spelling
+/// for tests.
+#[component]
+pub fn StatusBadge(
+    /// The status to show.
+    status: OrderStatus,
+    /// An element id, for the one badge a test looks for.
+    #[prop(optional)]
+    id: Option<&'static str>,
+) -> impl IntoView {
+    let class = match status {
+        OrderStatus::Pending => "badge badge-pending",
+        OrderStatus::Paid => "badge badge-paid",
+        OrderStatus::Failed => "badge badge-failed",
+    };
+    view! {
+        <span
+            id=id
+            data-testid=id
+            class=class
+            data-status=status.as_str()
+        >
+            {status.as_str()}
+        </span>
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per route.
+
+pub mod not_found;
+pub mod pay;
+pub mod shop;

@@ -1,0 +1,261 @@
+//! `/pay/{order_no}`: the payment page.
+//!
+//! The rules live in [`crate::flow`]; this module only renders a
+//! [`PayFlow`] and runs the [`Effect`]s it asks for, feeding each answer back
+//! as an [`Event`].
+
+use crate::api;
+use crate::components::{NoticeBox, StatusBadge};
+use crate::flow::{Effect, Event, Outcome, PayFlow, balance_text};
+use gloo_timers::future::TimeoutFuture;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use shared::api::{Account, PayRequest};
+use std::sync::Arc;
+
+/// Runs the flow's effects and feeds their outcomes back in.
+#[derive(Clone)]
+struct Controller {
+    flow: RwSignal<PayFlow>,
+    account: RwSignal<Option<Account>>,
+    order_no: Arc<str>,
+}
+
+impl Controller {
+    fn dispatch(&self, event: Event) {
+        // None once the page is gone: late answers are dropped.
+        let Some(effects) = self.flow.try_update(|flow| flow.apply(event)) else {
+            return;
+        };
+        for effect in effects {
+            self.run(effect);
+        }
+    }
+
+    fn run(&self, effect: Effect) {
+        let this = self.clone();
+        spawn_local(async move {
+            let order_no = &*this.order_no;
+            let event = match effect {
+                Effect::FetchOrder { delay_ms } => {
+                    sleep(delay_ms).await;
+                    match api::order(order_no).await {
+                        Ok(order) => Event::OrderFetched(order),
+                        Err(err) => Event::OrderFetchFailed(err),
+                    }
+                }
+                Effect::IssueToken => match api::request_token(order_no).await {
+                    Ok(token) => Event::TokenIssued(token),
+                    Err(err) => Event::TokenFailed(err),
+                },
+                Effect::Submit { token, delay_ms } => {
+                    sleep(delay_ms).await;
+                    let body = PayRequest {
+                        request_token: token,
+                    };
+                    match api::pay(order_no, &body).await {
+                        Ok(accepted) => Event::PayAccepted(accepted),
+                        Err(err) => Event::PayFailed(err),
+                    }
+                }
+                Effect::RefreshBalance => {
+                    this.refresh_balance().await;
+                    return;
+                }
+            };
+            this.dispatch(event);
+        });
+    }
+
+    /// The balance comes from the demo shop; without demo mode it is simply not shown.
+    async fn refresh_balance(&self) {
+        if let Ok(shop) = api::demo().await {
+            self.account.try_set(Some(shop.account));
+        }
+    }
+}
+
+async fn sleep(delay_ms: u32) {
+    if delay_ms > 0 {
+        TimeoutFuture::new(delay_ms).await;
+    }
+}
+
+/// The payment page of one order.
+#[component]
+pub fn PayPage(
+    /// The order to pay, from the URL.
+    order_no: String,
+) -> impl IntoView {
+    let order_no: Arc<str> = order_no.into();
+    let controller = Controller {
+        flow: RwSignal::new(PayFlow::new()),
+        account: RwSignal::new(None),
+        order_no: order_no.clone(),
+    };
+    for effect in PayFlow::start() {
+        controller.run(effect);
+    }
+    spawn_local({
+        let controller = controller.clone();
+        async move { controller.refresh_balance().await }
+    });
+
+    let flow = controller.flow;
+    let account = controller.account;
+    // One memo: the page re-renders only when what it shows changes, not on every poll.
+    let view_model = Memo::new(move |_| flow.read().view());
+    let balance = move || balance_text(flow.read().order.as_ref(), account.read().as_ref());
+    let pay_button = move || view_model.read().pay_button;
+    let retry_label = move || view_model.read().retry_label;
+
+    let pay = {
+        let controller = controller.clone();
+        move |_| controller.dispatch(Event::PayPressed)
+    };
+    let retry = {
+        let controller = controller.clone();
+        move |_| controller.dispatch(Event::RetryPressed)
+    };
+
+    view! {
+        <section class="card" aria-labelledby="pay-title" data-testid="pay-page">
+            <h1 id="pay-title">"Payment"</h1>
+            <dl class="facts">
+                <div>
+                    <dt>"Order"</dt>
+                    <dd>
+                        <code id="order-no" class="order-no">
+                            {order_no.to_string()}
+                        </code>
+                    </dd>
+                </div>
+                <div>
+                    <dt>"Amount"</dt>
+                    <dd id="amount" data-testid="amount" class="amount">
+                        {move || view_model.read().amount.clone().unwrap_or_else(|| "\u{2026}".into())}
+                    </dd>
+                </div>
+                <div>
+                    <dt>"Status"</dt>
+                    <dd>
+                        {move || {
+                            view_model
+                                .read()
+                                .status
+                                .map(|status| view! { <StatusBadge status=status id="status" /> })
+                        }}
+                    </dd>
+                </div>
+                {move || {
+                    balance()
+                        .map(|text| {
+                            view! {
+                                <div>
+                                    <dt>"Your balance"</dt>
+                                    <dd id="balance" data-testid="balance">
+                                        {text}
+                                    </dd>
+                                </div>
+                            }
+                        })
+                }}
+            </dl>
+
+            <NoticeBox notice=move || view_model.read().notice />
+
+            <p id="progress" class="progress" aria-live="polite">
+                {move || {
+                    view_model
+                        .read()
+                        .progress
+                        .map(|text| {
+                            view! {
+                                <span class="spinner" aria-hidden="true"></span>
+                                <span>{text}</span>
+                            }
+                        })
+                }}
+            </p>
+
+            <div class="actions">
+                <Show when=move || pay_button().is_some()>
+                    <button
+                        id="pay-button"
+                        data-testid="pay-button"
+                        class="button button-primary"
+                        type="button"
+                        disabled=move || !pay_button().is_some_and(|b| b.enabled)
+                        aria-busy=move || pay_button().is_some_and(|b| b.busy).to_string()
+                        aria-describedby="amount"
+                        on:click=pay.clone()
+                    >
+                        {move || pay_button().map(|b| b.label)}
+                    </button>
+                </Show>
+                <Show when=move || retry_label().is_some()>
+                    <button
+                        id="retry-button"
+                        data-testid="retry-button"
+                        class="button button-secondary"
+                        type="button"
+                        on:click=retry.clone()
+                    >
+                        {retry_label}
+                    </button>
+                </Show>
+            </div>
+
+            {move || view_model.read().outcome.clone().map(render_outcome)}
+
+            <p class="back">
+                <a href="/">"Back to the shop"</a>
+            </p>
+        </section>
+    }
+}
+
+fn render_outcome(outcome: Outcome) -> AnyView {
+    match outcome {
+        Outcome::Paid {
+            paid_at,
+            payment_id,
+        } => view! {
+            <section id="receipt" data-testid="receipt" class="receipt" aria-labelledby="receipt-title">
+                <h2 id="receipt-title">"Payment received"</h2>
+                <p>"Thank you. Your order is paid."</p>
+                <dl class="facts">
+                    {paid_at
+                        .map(|at| {
+                            view! {
+                                <div>
+                                    <dt>"Paid at"</dt>
+                                    <dd id="paid-at">{at}</dd>
+                                </div>
+                            }
+                        })}
+                    {payment_id
+                        .map(|id| {
+                            view! {
+                                <div>
+                                    <dt>"Payment id"</dt>
+                                    <dd>
+                                        <code id="payment-id">{id}</code>
+                                    </dd>
+                                </div>
+                            }
+                        })}
+                </dl>
+            </section>
+        }
+        .into_any(),
+        Outcome::Failed { reason } => view! {
+            <section id="failure" data-testid="failure" class="failure" aria-labelledby="failure-title">
+                <h2 id="failure-title">"Payment failed"</h2>
+                <p id="failure-reason">{reason}</p>
+                <p>"You were not charged."</p>
+            </section>
+        }
+        .into_any(),
+    }
+}

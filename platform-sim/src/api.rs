@@ -1,0 +1,82 @@
+//! The simulator's HTTP API: create and read payments, change the chaos knobs.
+//!
+//! `POST /v1/payments` is idempotent by the `Idempotency-Key` header, like the
+//! platforms it imitates: the same key and body replay the payment (200 with
+//! `Idempotent-Replayed: true`), the same key with another body is refused (422).
+
+use crate::Simulator;
+use crate::chaos::Chaos;
+use crate::error::SimError;
+use crate::payment::{CreatePayment, Payment, PaymentCreated};
+use axum::extract::{FromRequest, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+/// The request header that makes `POST /v1/payments` idempotent.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The answer header that marks a replayed payment.
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// Every route of the simulator.
+pub(crate) fn router(simulator: Simulator) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/payments", post(create_payment))
+        .route("/v1/payments/{payment_id}", get(get_payment))
+        .route("/v1/chaos", get(get_chaos).post(set_chaos))
+        .fallback(|| async { SimError::NoRoute })
+        .with_state(simulator)
+}
+
+/// `Json`, but a body that does not parse answers with our error shape.
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(SimError))]
+struct AppJson<T>(T);
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn create_payment(
+    State(simulator): State<Simulator>,
+    headers: HeaderMap,
+    AppJson(request): AppJson<CreatePayment>,
+) -> Result<Response, SimError> {
+    let key = headers
+        .get(IDEMPOTENCY_KEY)
+        .ok_or_else(|| SimError::BadRequest("the Idempotency-Key header is required".into()))?
+        .to_str()
+        .map_err(|_| SimError::BadRequest("Idempotency-Key must be visible ASCII".into()))?;
+    let (payment, replayed) = simulator.create_payment(key, request).await?;
+    let body: Json<PaymentCreated> = Json(payment.created());
+    Ok(if replayed {
+        (StatusCode::OK, [(IDEMPOTENT_REPLAYED, "true")], body).into_response()
+    } else {
+        (StatusCode::CREATED, body).into_response()
+    })
+}
+
+async fn get_payment(
+    State(simulator): State<Simulator>,
+    Path(payment_id): Path<String>,
+) -> Result<Json<Payment>, SimError> {
+    simulator
+        .payment(&payment_id)
+        .map(Json)
+        .ok_or(SimError::PaymentNotFound(payment_id))
+}
+
+async fn get_chaos(State(simulator): State<Simulator>) -> Json<Chaos> {
+    Json(simulator.chaos())
+}
+
+/// Replaces every knob (absent fields take their defaults); later payments use the new ones.
+async fn set_chaos(
+    State(simulator): State<Simulator>,
+    AppJson(chaos): AppJson<Chaos>,
+) -> Json<Chaos> {
+    simulator.set_chaos(chaos.clone());
+    Json(chaos)
+}

@@ -1,0 +1,240 @@
+//! How a simulator behaves: [`SimConfig`] for in-process use, [`SimArgs`] for
+//! the command line and environment (the binary and any host that flattens it).
+
+use crate::chaos::{Chaos, Redeliver};
+use crate::outcome::OutcomeRule;
+use crate::schedule::{Schedule, parse_duration};
+use base64::Engine;
+use clap::builder::BoolishValueParser;
+use std::fmt;
+use std::time::Duration;
+
+/// Everything a [`Simulator`](crate::Simulator) needs. `SimConfig::default()` is a
+/// well-behaved platform with a fresh random secret and real-time delays.
+#[derive(Clone, PartialEq)]
+pub struct SimConfig {
+    /// Standard Webhooks secret, `whsec_<base64>`: the receiver verifies callbacks with the same one.
+    pub secret: String,
+    /// When unacknowledged callbacks are retried.
+    pub schedule: Schedule,
+    /// Multiplies every wait (processing, retries, chaos delays; not the request timeout):
+    /// 0.001 runs a day of retries in under a minute and a half. Finite and not negative.
+    pub time_scale: f64,
+    /// How long a payment stays `PROCESSING` before its outcome is decided and its callback sent.
+    pub processing_delay: Duration,
+    /// How long one delivery attempt may take before it counts as failed and is retried.
+    pub request_timeout: Duration,
+    /// Which payments fail.
+    pub outcome: OutcomeRule,
+    /// The misbehaviours applied to payments created from now on (changeable at runtime).
+    pub chaos: Chaos,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            secret: generate_secret(),
+            schedule: Schedule::Standard,
+            time_scale: 1.0,
+            processing_delay: Duration::from_millis(500),
+            request_timeout: Duration::from_secs(10),
+            outcome: OutcomeRule::default(),
+            chaos: Chaos::default(),
+        }
+    }
+}
+
+impl fmt::Debug for SimConfig {
+    // By hand so the secret never reaches a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimConfig")
+            .field("secret", &"whsec_..")
+            .field("schedule", &self.schedule)
+            .field("time_scale", &self.time_scale)
+            .field("processing_delay", &self.processing_delay)
+            .field("request_timeout", &self.request_timeout)
+            .field("outcome", &self.outcome)
+            .field("chaos", &self.chaos)
+            .finish()
+    }
+}
+
+/// A configuration the simulator cannot run with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The secret is not `whsec_` followed by non-empty base64.
+    #[error("the webhook secret must be whsec_<base64> of at least one byte")]
+    Secret,
+    /// The time scale is negative, infinite or NaN.
+    #[error("the time scale must be a finite number, 0 or more; got {0}")]
+    TimeScale(f64),
+    /// The HTTP client for deliveries could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(String),
+}
+
+/// A fresh random `whsec_` secret of 32 bytes, for sessions that do not share one.
+pub fn generate_secret() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// The simulator's flags and environment variables, without the bind address and secret
+/// (the host decides those). `#[command(flatten)]` it into a `clap::Parser`.
+///
+/// Switches also read `1`/`0`, `yes`/`no`, `on`/`off` from the environment, as shells write them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    /// Retry schedule: wechat, alipay, standard, or fixed:<interval>x<count> (e.g. fixed:500msx10).
+    #[arg(long, env = "SIM_SCHEDULE", default_value = "standard")]
+    pub schedule: Schedule,
+
+    /// Multiplies every wait; 0.001 compresses a day of retries into about 90 seconds.
+    #[arg(long, env = "SIM_TIME_SCALE", default_value_t = 1.0)]
+    pub time_scale: f64,
+
+    /// How long a payment is PROCESSING before its callback is sent (e.g. 500ms, 2s).
+    #[arg(long, env = "SIM_PROCESSING_DELAY", default_value = "500ms", value_parser = parse_duration)]
+    pub processing_delay: Duration,
+
+    /// Per-attempt timeout of a callback delivery; a timed-out attempt is retried.
+    #[arg(long, env = "SIM_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Payments whose amount in minor units ends in these two digits fail.
+    #[arg(long, env = "SIM_FAIL_CENTS_SUFFIX", default_value_t = 13,
+          value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub fail_cents_suffix: u8,
+
+    /// Every payment fails.
+    #[arg(long, env = "SIM_ALWAYS_FAIL", value_parser = BoolishValueParser::new())]
+    pub always_fail: bool,
+
+    /// Chaos: send each callback this many times at once (same callback id).
+    #[arg(long, env = "SIM_CONCURRENT_COPIES", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrent_copies: u32,
+
+    /// Chaos: also send each callback over a second path this much later (e.g. 1s).
+    #[arg(long, env = "SIM_SECOND_PATH_DELAY", value_parser = parse_duration)]
+    pub second_path_delay: Option<Duration>,
+
+    /// Chaos: before a success, send a payment.failed with its own callback id.
+    #[arg(long, env = "SIM_REORDER", value_parser = BoolishValueParser::new())]
+    pub reorder: bool,
+
+    /// Chaos: after a success, send a second payment.succeeded with a new callback id.
+    #[arg(long, env = "SIM_SECOND_SUCCESS", value_parser = BoolishValueParser::new())]
+    pub second_success: bool,
+
+    /// Chaos: after a 2xx, send the same callback again, <interval>x<count> (e.g. 7sx1).
+    #[arg(long, env = "SIM_REDELIVER_AFTER_SUCCESS")]
+    pub redeliver_after_success: Option<Redeliver>,
+}
+
+impl SimArgs {
+    /// The configuration these arguments describe, signing with `secret`.
+    pub fn into_config(self, secret: String) -> SimConfig {
+        let outcome = if self.always_fail {
+            OutcomeRule::AlwaysFail
+        } else {
+            OutcomeRule::FailCentsSuffix(self.fail_cents_suffix)
+        };
+        SimConfig {
+            secret,
+            schedule: self.schedule,
+            time_scale: self.time_scale,
+            processing_delay: self.processing_delay,
+            request_timeout: self.request_timeout,
+            outcome,
+            chaos: Chaos {
+                concurrent_copies: self.concurrent_copies,
+                second_path_delay: self.second_path_delay,
+                reorder: self.reorder,
+                second_success: self.second_success,
+                redeliver_after_success: self.redeliver_after_success,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> SimConfig {
+        let cli = Cli::try_parse_from(std::iter::once("platform-sim").chain(args.iter().copied()))
+            .unwrap_or_else(|err| panic!("{args:?} should parse: {err}"));
+        cli.sim.into_config("whsec_AAAA".into())
+    }
+
+    #[test]
+    fn flags_build_the_configuration() {
+        let config = parse(&[
+            "--schedule",
+            "fixed:500msx10",
+            "--time-scale",
+            "0.001",
+            "--processing-delay",
+            "2s",
+            "--fail-cents-suffix",
+            "99",
+            "--concurrent-copies",
+            "3",
+            "--second-path-delay",
+            "1s",
+            "--reorder",
+            "--second-success",
+            "--redeliver-after-success",
+            "7sx1",
+        ]);
+        assert_eq!(config.schedule.to_string(), "fixed:500msx10");
+        assert_eq!(config.time_scale, 0.001);
+        assert_eq!(config.processing_delay, Duration::from_secs(2));
+        assert_eq!(config.outcome, OutcomeRule::FailCentsSuffix(99));
+        assert_eq!(config.chaos.concurrent_copies, 3);
+        assert_eq!(config.chaos.second_path_delay, Some(Duration::from_secs(1)));
+        assert!(config.chaos.reorder && config.chaos.second_success);
+        assert_eq!(
+            config.chaos.redeliver_after_success,
+            Some(Redeliver {
+                count: 1,
+                interval: Duration::from_secs(7)
+            })
+        );
+    }
+
+    #[test]
+    fn always_fail_overrides_the_suffix_rule() {
+        assert_eq!(parse(&["--always-fail"]).outcome, OutcomeRule::AlwaysFail);
+    }
+
+    #[test]
+    fn out_of_range_flags_are_refused() {
+        for args in [
+            ["--fail-cents-suffix", "100"],
+            ["--concurrent-copies", "0"],
+            ["--schedule", "hourly"],
+        ] {
+            let argv = std::iter::once("platform-sim").chain(args);
+            assert!(Cli::try_parse_from(argv).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn generated_secrets_are_valid_and_distinct() {
+        let secret = generate_secret();
+        assert!(standardwebhooks::Webhook::new(&secret).is_ok());
+        assert_ne!(secret, generate_secret());
+    }
+}

@@ -1,0 +1,205 @@
+//! The backend dies (crash points = kill -9 at a chosen line, plus kill -9 from
+//! outside at random moments) or freezes, while the platform keeps retrying.
+
+use crate::rig::{ADMIN, Rig, RigOptions, failures, seeds};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const AMOUNT: i64 = 1_250;
+
+#[tokio::test]
+async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order_once() {
+    for seed in seeds() {
+        let rig = Rig::start(RigOptions {
+            env: vec![
+                (
+                    "CRASH_POINTS".into(),
+                    "callback.before_tx=0.04,callback.in_tx=0.04,callback.after_commit=0.04".into(),
+                ),
+                ("CRASH_SEED".into(), seed.to_string()),
+            ],
+            ..RigOptions::default()
+        })
+        .await;
+        let orders = rig.orders(15, AMOUNT).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let supervisor = rig.supervise(stop.clone());
+
+        // Outside kills at seeded random moments, on top of the crash points.
+        let killer = {
+            let backend = rig.backends[0].clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let mut kills = 0;
+                while !stop.load(Ordering::Relaxed) && kills < 3 {
+                    tokio::time::sleep(Duration::from_millis(rng.random_range(200..900))).await;
+                    backend.lock().await.kill9();
+                    kills += 1;
+                }
+                kills
+            })
+        };
+
+        let answers = rig
+            .storm(
+                &orders,
+                AMOUNT,
+                3,
+                Duration::from_millis(100),
+                Duration::from_secs(90),
+            )
+            .await;
+        stop.store(true, Ordering::Relaxed);
+        let restarts = supervisor.await.expect("supervisor");
+        let kills = killer.await.expect("killer");
+
+        let context = format!(
+            "seed {seed} (reproduce: FAULT_SEEDS={seed} cargo test -p storm --test faults)"
+        );
+        assert!(answers.iter().any(|a| a.is_success()), "{context}");
+        assert!(
+            restarts >= 1,
+            "{context}: the backend never died, so nothing was tested"
+        );
+        assert!(
+            failures(&answers) >= 1,
+            "{context}: no delivery failed, so no retry was exercised"
+        );
+        rig.assert_each_order_paid_once(&orders, &context).await;
+        println!(
+            "{context}: {} deliveries, {} failed, {kills} outside kills, {restarts} restarts",
+            answers.len(),
+            failures(&answers)
+        );
+    }
+}
+
+#[tokio::test]
+async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
+    let rig = Rig::start(RigOptions {
+        env: vec![
+            (
+                "CRASH_POINTS".into(),
+                "pay.after_getdel=0.2,pay.after_commit=0.2".into(),
+            ),
+            ("CRASH_SEED".into(), "11".into()),
+        ],
+        ..RigOptions::default()
+    })
+    .await;
+    let orders = rig.orders(8, AMOUNT).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let supervisor = rig.supervise(stop.clone());
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+
+    // A shopper per order: get a token, press Pay, retry the same token on
+    // network failure, get a fresh token when told the token is invalid.
+    let shoppers = orders.iter().map(|order| {
+        let (http, url) = (http.clone(), rig.url().to_owned());
+        async move {
+            for _ in 0..60 {
+                let token = match http
+                    .post(format!("{url}/api/orders/{order}/request-token"))
+                    .send()
+                    .await
+                {
+                    Ok(r) if r.status() == 201 => r
+                        .json::<Value>()
+                        .await
+                        .ok()
+                        .map(|b| b["request_token"].clone()),
+                    Ok(r) if r.status() == 409 => return true, // no longer payable: it was paid
+                    _ => None,
+                };
+                let Some(token) = token else {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                };
+                for _ in 0..5 {
+                    match http
+                        .post(format!("{url}/api/orders/{order}/pay"))
+                        .json(&serde_json::json!({"request_token": token}))
+                        .send()
+                        .await
+                    {
+                        Ok(r) if r.status() == 202 => return true,
+                        Ok(r) if r.status() == 409 => break,
+                        _ => tokio::time::sleep(Duration::from_millis(200)).await,
+                    }
+                }
+            }
+            false
+        }
+    });
+    let submitted = futures::future::join_all(shoppers).await;
+    assert!(
+        submitted.iter().all(|ok| *ok),
+        "every shopper got a 202 eventually"
+    );
+
+    // The dispatcher re-sends attempts whose process died before handing them over.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let pending: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM orders WHERE status = 'PENDING'")
+                .fetch_one(&rig.db)
+                .await
+                .expect("count");
+        if pending == 0 || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let restarts = supervisor.await.expect("supervisor");
+    assert!(
+        restarts >= 1,
+        "no crash point was hit, so nothing was tested"
+    );
+    let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM payment_attempts")
+        .fetch_one(&rig.db)
+        .await
+        .expect("count");
+    assert_eq!(attempts, orders.len() as i64, "one attempt per order");
+    rig.assert_each_order_paid_once(&orders, &format!("{restarts} restarts"))
+        .await;
+    let _ = ADMIN;
+}
+
+#[tokio::test]
+async fn a_backend_frozen_for_7_seconds_mid_storm_charges_each_order_once() {
+    let rig = Rig::start(RigOptions::default()).await;
+    let orders = rig.orders(10, AMOUNT).await;
+    let backend = rig.backends[0].clone();
+    let freezer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        backend.lock().await.pause();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        backend.lock().await.resume();
+    });
+
+    // The platform's client gives up after 5 s and retries; frozen requests
+    // still complete after SIGCONT. Both paths must end in one charge.
+    let answers = rig
+        .storm(
+            &orders,
+            AMOUNT,
+            5,
+            Duration::from_millis(300),
+            Duration::from_secs(60),
+        )
+        .await;
+    freezer.await.expect("freezer");
+
+    assert!(failures(&answers) >= 1, "the freeze made no delivery fail");
+    rig.assert_each_order_paid_once(&orders, "SIGSTOP 7 s")
+        .await;
+}

@@ -1,0 +1,258 @@
+//! A test rig: a backend child process on its own database and Redis, a platform
+//! that retries callbacks until acknowledged, and the checks afterwards.
+
+use backend::invariants;
+use futures::future::join_all;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use std::sync::Arc;
+use std::time::Duration;
+use storm::platform::{Answer, Callback, Sender};
+use storm::processes::{self, BackendProcess, OwnedRedis};
+use tokio::sync::Mutex;
+use uuid::Uuid;
+
+/// The admin token of rig backends.
+pub const ADMIN: &str = "fault-admin";
+
+/// Seeds to run: `FAULT_SEEDS=7,8` reproduces or extends; CI runs a bounded few.
+pub fn seeds() -> Vec<u64> {
+    std::env::var("FAULT_SEEDS")
+        .ok()
+        .map(|text| {
+            text.split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect()
+        })
+        .filter(|seeds: &Vec<u64>| !seeds.is_empty())
+        .unwrap_or_else(|| vec![1, 2, 3])
+}
+
+/// Settings of one rig.
+pub struct RigOptions {
+    /// PostgreSQL server base URL (no database).
+    pub postgres: String,
+    /// Extra environment for the backend (crash points, ...).
+    pub env: Vec<(String, String)>,
+    /// Backends sharing the database and Redis.
+    pub backends: usize,
+}
+
+impl Default for RigOptions {
+    fn default() -> Self {
+        Self {
+            postgres: std::env::var("TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into()),
+            env: Vec::new(),
+            backends: 1,
+        }
+    }
+}
+
+/// Backends, their database and Redis, and a way to pay orders through them.
+pub struct Rig {
+    /// The backend processes (shared so a supervisor can revive them).
+    pub backends: Vec<Arc<Mutex<BackendProcess>>>,
+    /// Their Redis.
+    pub redis: OwnedRedis,
+    /// Their database.
+    pub db: PgPool,
+    /// Their webhook secret.
+    pub secret: String,
+    urls: Vec<String>,
+    http: reqwest::Client,
+}
+
+impl Rig {
+    /// Starts everything.
+    pub async fn start(options: RigOptions) -> Rig {
+        let redis = OwnedRedis::start().await.expect("redis starts");
+        let id = Uuid::new_v4().simple().to_string();
+        let database_url = format!("{}/checkout_test_{id}", options.postgres);
+        let secret = backend::webhook::WebhookKey::generate().secret().to_owned();
+        let binary = processes::backend_binary().expect("backend binary");
+        let mut backends = Vec::new();
+        let mut urls = Vec::new();
+        for n in 0..options.backends {
+            let mut env = vec![
+                ("DATABASE_URL".to_owned(), database_url.clone()),
+                ("REDIS_URL".to_owned(), redis.url()),
+                ("REDIS_KEY_PREFIX".to_owned(), format!("fault:{id}:")),
+                ("WEBHOOK_SECRET".to_owned(), secret.clone()),
+                ("ADMIN_TOKEN".to_owned(), ADMIN.to_owned()),
+                ("SANDBOX_CALLBACK_DELAY_MS".to_owned(), "100".to_owned()),
+                ("DATABASE_MAX_CONNECTIONS".to_owned(), "10".to_owned()),
+                (
+                    "RUST_LOG".to_owned(),
+                    "info,sqlx=warn,tower_http=warn".to_owned(),
+                ),
+            ];
+            env.extend(options.env.iter().cloned());
+            let log = processes::target_dir().join(format!("faults/{id}-backend{n}.log"));
+            let backend = BackendProcess::start(&binary, env, log)
+                .await
+                .expect("backend starts");
+            urls.push(backend.url());
+            backends.push(Arc::new(Mutex::new(backend)));
+        }
+        let db = PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&database_url)
+            .await
+            .expect("database");
+        Rig {
+            backends,
+            redis,
+            db,
+            secret,
+            urls,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(5))
+                .build()
+                .expect("client"),
+        }
+    }
+
+    /// The first backend's URL.
+    pub fn url(&self) -> &str {
+        &self.urls[0]
+    }
+
+    /// All backends' URLs.
+    pub fn urls(&self) -> &[String] {
+        &self.urls
+    }
+
+    /// An account holding enough for `orders` orders of `amount`, and the orders.
+    pub async fn orders(&self, count: usize, amount: i64) -> Vec<String> {
+        let account: Value = self
+            .http
+            .post(format!("{}/api/admin/accounts", self.url()))
+            .bearer_auth(ADMIN)
+            .json(&json!({"balance_cents": amount * count as i64 * 3, "currency": "EUR"}))
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("account");
+        let mut orders = Vec::new();
+        for _ in 0..count {
+            let order: Value = self
+                .http
+                .post(format!("{}/api/orders", self.url()))
+                .json(&json!({"account_id": account["account_id"], "amount_cents": amount, "currency": "EUR"}))
+                .send()
+                .await
+                .expect("sent")
+                .json()
+                .await
+                .expect("order");
+            orders.push(order["order_no"].as_str().expect("order_no").to_owned());
+        }
+        orders
+    }
+
+    /// One platform per backend URL, signing with the rig's secret.
+    pub fn senders(&self) -> Vec<Sender> {
+        self.urls
+            .iter()
+            .map(|url| Sender::new(url, &self.secret).expect("sender"))
+            .collect()
+    }
+
+    /// The platform's side of a storm: each order's success callback delivered
+    /// `copies` times at once (spread over the backends), each copy retried every
+    /// `pause` until acknowledged (at most `deadline`). Returns every answer.
+    pub async fn storm(
+        &self,
+        orders: &[String],
+        amount: i64,
+        copies: usize,
+        pause: Duration,
+        deadline: Duration,
+    ) -> Vec<Answer> {
+        let senders = self.senders();
+        let callbacks: Vec<Callback> = orders
+            .iter()
+            .map(|o| Callback::success(o, amount, "EUR"))
+            .collect();
+        let deliveries = callbacks
+            .iter()
+            .flat_map(|cb| (0..copies).map(move |copy| (cb, copy)))
+            .enumerate()
+            .map(|(n, (cb, _))| {
+                let sender = senders[n % senders.len()].clone();
+                let cb = cb.clone();
+                async move {
+                    sender
+                        .deliver_until_acknowledged(&cb, pause, deadline)
+                        .await
+                }
+            });
+        join_all(deliveries).await.into_iter().flatten().collect()
+    }
+
+    /// Asserts the invariants, and that every order ended PAID with one charge.
+    pub async fn assert_each_order_paid_once(&self, orders: &[String], context: &str) {
+        match invariants::check(&self.db).await.expect("invariants query") {
+            Ok(_) => {}
+            Err(violations) => panic!("{context}: {violations}"),
+        }
+        for order in orders {
+            let (status, charges): (String, i64) = sqlx::query_as(
+                "SELECT o.status, (SELECT count(*) FROM payment_ledger l WHERE l.order_no = o.order_no)
+                 FROM orders o WHERE o.order_no = $1",
+            )
+            .bind(order)
+            .fetch_one(&self.db)
+            .await
+            .expect("order");
+            assert_eq!(
+                (status.as_str(), charges),
+                ("PAID", 1),
+                "{context}: order {order}"
+            );
+        }
+    }
+
+    /// Keeps every backend alive: restarts any that died, until `stop` is set. Returns restarts.
+    pub fn supervise(
+        &self,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> tokio::task::JoinHandle<u32> {
+        let backends = self.backends.clone();
+        tokio::spawn(async move {
+            let mut restarts = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for backend in &backends {
+                    let mut backend = backend.lock().await;
+                    if !backend.has_exited() {
+                        continue;
+                    }
+                    // A new roll of the crash dice per start, still determined by the seed.
+                    if let Some(seed) = backend
+                        .env("CRASH_SEED")
+                        .and_then(|s| s.parse::<u64>().ok())
+                    {
+                        backend.set_env(
+                            "CRASH_SEED",
+                            seed.wrapping_mul(31).wrapping_add(1).to_string(),
+                        );
+                    }
+                    // A crash point may fire again while it starts; the next round retries.
+                    let _ = backend.revive().await;
+                    restarts += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            restarts
+        })
+    }
+}
+
+/// Counts answers that are not 2xx (5xx or no answer: the platform will retry).
+pub fn failures(answers: &[Answer]) -> usize {
+    answers.iter().filter(|a| !a.is_success()).count()
+}
