@@ -2,7 +2,8 @@
 # The one command that runs every check and test on a fresh machine: services,
 # tools, formatting, lints (native and wasm32), unit and integration tests
 # against real PostgreSQL and Redis, the release build of the payment page,
-# and the browser tests in headless Chromium.
+# fault injection with real processes, and the browser tests in headless Chromium.
+# FAULT_SEEDS=1,2,3 (default) picks the seeded fault schedules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -28,8 +29,13 @@ cargo clippy --locked --workspace --exclude frontend --all-targets -- -D warning
 step "cargo clippy (wasm32 payment page)"
 cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
 
-step "Unit and integration tests (shared, backend)"
-cargo test --locked -p shared -p backend
+step "Unit and integration tests (shared, backend, platform-sim)"
+cargo test --locked -p shared -p backend -p platform-sim
+
+step "Fault injection: the backend as a child process, killed, frozen; PostgreSQL and Redis taken away"
+# The fault tests start target/debug/backend; build it from this tree first.
+cargo build --locked -p backend --bin backend
+cargo test --locked -p storm
 
 step "Payment page logic tests"
 cargo test --locked -p frontend
