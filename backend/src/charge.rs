@@ -26,6 +26,21 @@ use shared::OrderStatus;
 use shared::api::{CallbackAck, CallbackEvent, CallbackType};
 use sqlx::{PgPool, Postgres, Transaction};
 
+/// Every statement a new `payment.succeeded` callback runs, in order, between
+/// BEGIN and COMMIT. The benchmark replays exactly these with pgbench.
+pub const NEW_CHARGE_SQL: [&str; 7] = [
+    callbacks::FIND_SQL,
+    orders::LOCK_WITH_ACCOUNT_SQL,
+    callbacks::INSERT_SQL,
+    callbacks::INSERT_CHARGE_SQL,
+    orders::MARK_PAID_SQL,
+    accounts::DEDUCT_SQL,
+    callbacks::RECORD_DELIVERY_SQL,
+];
+
+/// Every statement a duplicate delivery runs, in order, between BEGIN and COMMIT.
+pub const DUPLICATE_SQL: [&str; 2] = [callbacks::FIND_SQL, callbacks::RECORD_DELIVERY_SQL];
+
 /// A callback whose signature was verified and whose body parsed.
 #[derive(Debug, Clone)]
 pub struct VerifiedCallback {

@@ -52,6 +52,10 @@ pub async fn find(db: impl PgExecutor<'_>, account_id: Uuid) -> sqlx::Result<Opt
     .await
 }
 
+/// SQL of [`deduct`].
+pub const DEDUCT_SQL: &str = "UPDATE accounts SET balance_cents = balance_cents - $2
+         WHERE account_id = $1 AND balance_cents >= $2";
+
 /// Deducts a charge, guarded so the balance can never go below zero.
 /// Returns false (and changes nothing) when the balance is too low.
 #[tracing::instrument(name = "db.accounts.deduct", skip(db))]
@@ -60,13 +64,10 @@ pub async fn deduct(
     account_id: Uuid,
     amount_cents: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
-        "UPDATE accounts SET balance_cents = balance_cents - $2
-         WHERE account_id = $1 AND balance_cents >= $2",
-    )
-    .bind(account_id)
-    .bind(amount_cents)
-    .execute(db)
-    .await?;
+    let result = sqlx::query(DEDUCT_SQL)
+        .bind(account_id)
+        .bind(amount_cents)
+        .execute(db)
+        .await?;
     Ok(result.rows_affected() == 1)
 }

@@ -21,18 +21,20 @@ pub struct ProcessedCallback {
     pub outcome: String,
 }
 
+/// SQL of [`find`].
+pub const FIND_SQL: &str =
+    "SELECT callback_id, body_sha256, outcome FROM payment_callbacks WHERE callback_id = $1";
+
 /// Looks up a callback id that was already processed.
 #[tracing::instrument(name = "db.callbacks.find", skip(db))]
 pub async fn find(
     db: impl PgExecutor<'_>,
     callback_id: &str,
 ) -> sqlx::Result<Option<ProcessedCallback>> {
-    sqlx::query_as(
-        "SELECT callback_id, body_sha256, outcome FROM payment_callbacks WHERE callback_id = $1",
-    )
-    .bind(callback_id)
-    .fetch_optional(db)
-    .await
+    sqlx::query_as(FIND_SQL)
+        .bind(callback_id)
+        .fetch_optional(db)
+        .await
 }
 
 /// What a new callback row holds.
@@ -52,23 +54,24 @@ pub struct NewCallback<'a> {
     pub outcome: &'a str,
 }
 
+/// SQL of [`insert`].
+pub const INSERT_SQL: &str = "INSERT INTO payment_callbacks (callback_id, body_sha256, event_type, order_no, payment_id, outcome)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (callback_id) DO NOTHING";
+
 /// Claims a callback id. Returns false when the id was already processed: a
 /// concurrent delivery of the same id waits here for the first one to commit.
 #[tracing::instrument(name = "db.callbacks.insert", skip(db))]
 pub async fn insert(db: impl PgExecutor<'_>, new: NewCallback<'_>) -> sqlx::Result<bool> {
-    let result = sqlx::query(
-        "INSERT INTO payment_callbacks (callback_id, body_sha256, event_type, order_no, payment_id, outcome)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (callback_id) DO NOTHING",
-    )
-    .bind(new.callback_id)
-    .bind(new.body_sha256)
-    .bind(new.event_type)
-    .bind(new.order_no)
-    .bind(new.payment_id)
-    .bind(new.outcome)
-    .execute(db)
-    .await?;
+    let result = sqlx::query(INSERT_SQL)
+        .bind(new.callback_id)
+        .bind(new.body_sha256)
+        .bind(new.event_type)
+        .bind(new.order_no)
+        .bind(new.payment_id)
+        .bind(new.outcome)
+        .execute(db)
+        .await?;
     Ok(result.rows_affected() == 1)
 }
 
@@ -89,23 +92,24 @@ pub struct NewCharge<'a> {
     pub payment_id: &'a str,
 }
 
+/// SQL of [`insert_charge`].
+pub const INSERT_CHARGE_SQL: &str = "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id)
+         VALUES ($1, $2, $3, $4, $5, 'CHARGE', $6)
+         ON CONFLICT DO NOTHING";
+
 /// Writes a `CHARGE` ledger row, `ON CONFLICT DO NOTHING`: returns false when the
 /// callback id or the order already has one (the database floor said no).
 #[tracing::instrument(name = "db.ledger.insert_charge", skip(db))]
 pub async fn insert_charge(db: impl PgExecutor<'_>, charge: NewCharge<'_>) -> sqlx::Result<bool> {
-    let result = sqlx::query(
-        "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id)
-         VALUES ($1, $2, $3, $4, $5, 'CHARGE', $6)
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(charge.callback_id)
-    .bind(charge.order_no)
-    .bind(charge.account_id)
-    .bind(charge.amount_cents)
-    .bind(charge.currency)
-    .bind(charge.payment_id)
-    .execute(db)
-    .await?;
+    let result = sqlx::query(INSERT_CHARGE_SQL)
+        .bind(charge.callback_id)
+        .bind(charge.order_no)
+        .bind(charge.account_id)
+        .bind(charge.amount_cents)
+        .bind(charge.currency)
+        .bind(charge.payment_id)
+        .execute(db)
+        .await?;
     Ok(result.rows_affected() == 1)
 }
 
@@ -212,19 +216,21 @@ pub struct Delivery<'a> {
     pub http_status: u16,
 }
 
+/// SQL of [`record_delivery`].
+pub const RECORD_DELIVERY_SQL: &str =
+    "INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
+         VALUES ($1, $2, $3, $4, $5)";
+
 /// Appends to the delivery log.
 #[tracing::instrument(name = "db.deliveries.record", skip(db))]
 pub async fn record_delivery(db: impl PgExecutor<'_>, delivery: Delivery<'_>) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
-         VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(delivery.callback_id)
-    .bind(delivery.order_no)
-    .bind(delivery.event_type)
-    .bind(delivery.outcome)
-    .bind(i16::try_from(delivery.http_status).unwrap_or(i16::MAX))
-    .execute(db)
-    .await?;
+    sqlx::query(RECORD_DELIVERY_SQL)
+        .bind(delivery.callback_id)
+        .bind(delivery.order_no)
+        .bind(delivery.event_type)
+        .bind(delivery.outcome)
+        .bind(i16::try_from(delivery.http_status).unwrap_or(i16::MAX))
+        .execute(db)
+        .await?;
     Ok(())
 }

@@ -114,6 +114,13 @@ pub struct LockedOrder {
     pub balance_cents: i64,
 }
 
+/// SQL of [`lock_with_account`].
+pub const LOCK_WITH_ACCOUNT_SQL: &str =
+    "SELECT o.order_no, o.account_id, o.amount_cents, o.currency, o.status, a.balance_cents
+         FROM orders o JOIN accounts a ON a.account_id = o.account_id
+         WHERE o.order_no = $1
+         FOR UPDATE";
+
 /// Locks the order row and its account row (`FOR UPDATE`) until the transaction ends.
 /// Every state change of an order happens under this lock, so two deliveries for
 /// one order are applied one after the other, each seeing the other's result.
@@ -122,27 +129,24 @@ pub async fn lock_with_account(
     db: impl PgExecutor<'_>,
     order_no: &str,
 ) -> sqlx::Result<Option<LockedOrder>> {
-    sqlx::query_as(
-        "SELECT o.order_no, o.account_id, o.amount_cents, o.currency, o.status, a.balance_cents
-         FROM orders o JOIN accounts a ON a.account_id = o.account_id
-         WHERE o.order_no = $1
-         FOR UPDATE",
-    )
-    .bind(order_no)
-    .fetch_optional(db)
-    .await
+    sqlx::query_as(LOCK_WITH_ACCOUNT_SQL)
+        .bind(order_no)
+        .fetch_optional(db)
+        .await
 }
+
+/// SQL of [`mark_paid`].
+pub const MARK_PAID_SQL: &str =
+    "UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
+         WHERE order_no = $1 AND status = 'PENDING'";
 
 /// `PENDING -> PAID`. Returns false when the order was not PENDING (someone else moved it).
 #[tracing::instrument(name = "db.orders.mark_paid", skip(db))]
 pub async fn mark_paid(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<bool> {
-    let result = sqlx::query(
-        "UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
-         WHERE order_no = $1 AND status = 'PENDING'",
-    )
-    .bind(order_no)
-    .execute(db)
-    .await?;
+    let result = sqlx::query(MARK_PAID_SQL)
+        .bind(order_no)
+        .execute(db)
+        .await?;
     Ok(result.rows_affected() == 1)
 }
 
