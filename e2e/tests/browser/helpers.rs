@@ -225,6 +225,37 @@ impl Browser {
     }
 }
 
+/// chromedriver's `POST /session/{id}/chromium/network_conditions`.
+#[derive(Debug)]
+struct NetworkConditions {
+    offline: bool,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for NetworkConditions {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/chromium/network_conditions",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({
+            "network_conditions": {
+                "offline": self.offline,
+                "latency": 0,
+                "download_throughput": -1,
+                "upload_throughput": -1,
+            }
+        });
+        (http::Method::POST, Some(body.to_string()))
+    }
+}
+
 /// How a test wants its backend.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -455,6 +486,14 @@ impl TestApp {
             .execute(script, vec![])
             .await
             .unwrap_or_else(|err| panic!("script failed: {err}\n{script}"))
+    }
+
+    /// Cuts the page off the network (Chromium's network emulation), or restores it.
+    pub async fn set_offline(&self, offline: bool) {
+        self.client()
+            .issue_cmd(NetworkConditions { offline })
+            .await
+            .expect("chromedriver emulates network conditions");
     }
 
     /// How many `POST .../pay` requests this page load sent (Resource Timing).

@@ -8,6 +8,7 @@
 mod expired_token;
 mod helpers;
 mod many_clicks;
+mod offline_while_paying;
 mod pay_once;
 mod redis_outage;
 mod reload_in_flight;
