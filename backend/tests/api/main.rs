@@ -9,4 +9,5 @@ mod incident;
 mod orders;
 mod pay;
 mod redis_outage;
+mod remote_platform;
 mod request_token;

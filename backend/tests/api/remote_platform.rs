@@ -1,0 +1,171 @@
+//! The backend against `platform-sim` over HTTP (`PLATFORM_URL`), with the
+//! platform misbehaving the way real ones do.
+
+use crate::helpers::{TestApp, spawn_app_with};
+use backend::webhook::WebhookKey;
+use platform_sim::{Chaos, Redeliver, Schedule, SimConfig, Simulator};
+use reqwest::StatusCode;
+use shared::OrderStatus;
+use std::time::Duration;
+
+/// A simulator serving on its own port, signing with `secret`.
+async fn start_platform(secret: &str, chaos: Chaos) -> (Simulator, String) {
+    let simulator = Simulator::new(SimConfig {
+        secret: secret.to_owned(),
+        schedule: Schedule::Fixed {
+            interval: Duration::from_millis(100),
+            count: 20,
+        },
+        processing_delay: Duration::from_millis(50),
+        chaos,
+        ..SimConfig::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let router = simulator.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (simulator, url)
+}
+
+async fn app_paying_through(chaos: Chaos) -> (TestApp, Simulator) {
+    let secret = WebhookKey::generate().secret().to_owned();
+    let (simulator, url) = start_platform(&secret, chaos).await;
+    let app = spawn_app_with(|c| {
+        c.webhook_secret = Some(secret);
+        c.platform_url = Some(url);
+    })
+    .await;
+    (app, simulator)
+}
+
+/// Waits until the platform stops delivering (each test has one payment); returns its attempts.
+async fn wait_until_platform_is_done(simulator: &Simulator) -> u32 {
+    // Done = no new attempt for a whole second (longer than any knob's interval here).
+    let (mut last, mut quiet_polls) = (0, 0);
+    for _ in 0..150 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let attempts = u32::try_from(simulator.delivery_log().attempts().len()).unwrap_or(u32::MAX);
+        quiet_polls = if attempts == last && attempts > 0 {
+            quiet_polls + 1
+        } else {
+            0
+        };
+        if quiet_polls >= 10 {
+            return attempts;
+        }
+        last = attempts;
+    }
+    last
+}
+
+#[tokio::test]
+async fn a_platform_delivering_copies_a_second_path_redeliveries_and_a_second_success_charges_once()
+{
+    let (app, simulator) = app_paying_through(Chaos {
+        concurrent_copies: 5,
+        second_path_delay: Some(Duration::from_millis(300)),
+        second_success: true,
+        redeliver_after_success: Some(Redeliver {
+            count: 2,
+            interval: Duration::from_millis(200),
+        }),
+        ..Chaos::default()
+    })
+    .await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let token = app.request_token(&order.order_no).await;
+
+    assert_eq!(
+        app.pay(&order.order_no, token).await.status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+    let deliveries = wait_until_platform_is_done(&simulator).await;
+
+    assert!(
+        deliveries >= 9,
+        "the platform delivered only {deliveries} times"
+    );
+    assert_eq!(app.count("payment_ledger").await, 1);
+    assert_eq!(app.balance(&account).await, 7_500);
+    assert_eq!(
+        app.anomalies(&order.order_no).await,
+        ["SECOND_SUCCESS_FOR_PAID_ORDER"]
+    );
+    let submitted: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM payment_attempts WHERE submitted_at IS NOT NULL")
+            .fetch_one(&app.db)
+            .await
+            .expect("count");
+    assert_eq!(submitted, 1, "the platform accepted the hand-over");
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_failure_delivered_before_the_success_fails_the_order_charges_nothing_and_flags_the_success()
+ {
+    let (app, simulator) = app_paying_through(Chaos {
+        reorder: true,
+        ..Chaos::default()
+    })
+    .await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let token = app.request_token(&order.order_no).await;
+
+    assert_eq!(
+        app.pay(&order.order_no, token).await.status(),
+        StatusCode::ACCEPTED
+    );
+    wait_until_platform_is_done(&simulator).await;
+
+    // FAILED is final: the late success is not charged but put in front of a person.
+    let order = app.order(&order.order_no).await;
+    assert_eq!(order.status, OrderStatus::Failed);
+    assert_eq!(app.balance(&account).await, 10_000);
+    assert_eq!(app.count("payment_ledger").await, 0);
+    assert_eq!(
+        app.anomalies(&order.order_no).await,
+        ["SUCCESS_AFTER_FAILED"]
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn the_hand_over_to_the_platform_is_idempotent_by_request_token() {
+    let (app, simulator) = app_paying_through(Chaos::default()).await;
+    let (_, order) = app.account_with_order(10_000, 2_500).await;
+    let token = app.request_token(&order.order_no).await;
+    app.pay(&order.order_no, token).await;
+    app.wait_until_final(&order.order_no).await;
+
+    // The dispatcher hands the same attempt over again (as after a crash): the platform
+    // answers with the same payment and starts no second delivery series.
+    let attempt = backend::db::attempts::find_by_order(&app.db, &order.order_no)
+        .await
+        .expect("query")
+        .expect("attempt");
+    let again = reqwest::Client::new()
+        .post(format!(
+            "{}/v1/payments",
+            app.config.platform_url.clone().expect("remote")
+        ))
+        .header("idempotency-key", attempt.request_token.to_string())
+        .json(&serde_json::json!({
+            "order_no": order.order_no, "amount_cents": 2_500, "currency": "EUR",
+            "notify_url": app.url("/api/payments/callback"),
+        }))
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    wait_until_platform_is_done(&simulator).await;
+    assert_eq!(app.count("payment_ledger").await, 1);
+    assert_eq!(app.anomalies(&order.order_no).await, Vec::<String>::new());
+}
