@@ -376,3 +376,49 @@ pub async fn wait_healthy(http: &reqwest::Client, url: &str) -> anyhow::Result<(
     }
     anyhow::bail!("backend at {url} did not become healthy within 60 s")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(answers: &[(Answer, usize)], ledger_rows: i64, deducted: i64) -> StormReport {
+        StormReport {
+            phases: vec![Phase {
+                name: "burst".into(),
+                answers: answers.iter().copied().collect(),
+            }],
+            orders: vec![OrderOutcome {
+                order_no: "ord_1".into(),
+                status: "PAID".into(),
+                ledger_rows,
+                charged_cents: 100 * ledger_rows,
+            }],
+            deducted_cents: deducted,
+            expected_deduction_cents: 100,
+            invariants: Ok(InvariantReport::default()),
+        }
+    }
+
+    #[test]
+    fn a_clean_run_has_no_violations() {
+        assert!(
+            report(&[(Answer::Status(200), 100)], 1, 100)
+                .violations()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_double_charge_a_wrong_deduction_and_a_non_200_answer_are_each_violations() {
+        let violations = report(
+            &[(Answer::Status(200), 99), (Answer::Status(500), 1)],
+            2,
+            200,
+        )
+        .violations();
+        assert_eq!(violations.len(), 3, "{violations:?}");
+        assert!(violations[0].contains("answered 500"));
+        assert!(violations[1].contains("2 ledger rows"));
+        assert!(violations[2].contains("went down by 200 instead of 100"));
+    }
+}

@@ -6,10 +6,10 @@
 
 use anyhow::Context;
 use clap::Parser;
+use platform_sim::Schedule;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 use storm::incident::{self, Incident, Restart, Target};
 use storm::processes::{self, BackendProcess};
 
@@ -45,12 +45,10 @@ struct Args {
     /// Identical deliveries per order at once.
     #[arg(long, default_value_t = 100)]
     concurrency: usize,
-    /// Retries after the burst.
-    #[arg(long, default_value_t = 10)]
-    retries: usize,
-    /// Wait before each retry, e.g. `10s`, `500ms`, `2m`.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    retry_interval: Duration,
+    /// The platform's retries after the burst: `fixed:<interval>x<count>` (the
+    /// incident: `fixed:10sx10`), or a real platform's schedule: `wechat`, `alipay`, `standard`.
+    #[arg(long, default_value = "fixed:10sx10")]
+    schedule: Schedule,
     /// Multiplies every wait: 0.1 runs ten times faster.
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
@@ -60,23 +58,6 @@ struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: expected e.g. 10s, 500ms, 2m"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(number)),
-        "s" | "" => Ok(Duration::from_secs(number)),
-        "m" => Ok(Duration::from_secs(number * 60)),
-        "h" => Ok(Duration::from_secs(number * 3600)),
-        _ => Err(format!("{text:?}: unit must be ms, s, m or h")),
-    }
 }
 
 fn random_secret() -> String {
@@ -94,7 +75,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let incident = Incident {
         orders: args.orders,
         concurrency: args.concurrency,
-        retries: vec![args.retry_interval; args.retries],
+        retries: args.schedule.retry_delays(),
         time_scale: args.time_scale,
         ..Incident::default()
     };
@@ -167,11 +148,11 @@ async fn main() -> anyhow::Result<ExitCode> {
         (None, None) => Restart::Skip,
     };
     println!(
-        "storm: {} order(s), {} identical callbacks at once, {} retries every {:?} (time scale {}), then a restart and one more",
+        "storm: {} order(s), {} identical callbacks at once, {} retries on schedule {} (time scale {}), then a restart and one more",
         incident.orders,
         incident.concurrency,
         incident.retries.len(),
-        args.retry_interval,
+        args.schedule,
         incident.time_scale
     );
     let started = std::time::Instant::now();
