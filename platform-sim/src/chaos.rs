@@ -23,7 +23,7 @@ pub struct Chaos {
     #[serde(with = "optional_duration_text")]
     pub second_path_delay: Option<Duration>,
     /// For a successful payment, deliver a `payment.failed` (with its own callback id) first;
-    /// the success follows once the receiver has answered the failure's first attempt.
+    /// the success follows once the failure's first attempt has ended (answered or not).
     pub reorder: bool,
     /// For a successful payment, deliver a second `payment.succeeded` with a new callback id
     /// after the first success's delivery has finished.

@@ -186,8 +186,9 @@ impl Deliverer {
             .flatten();
         let (answered, failure_answered) = oneshot::channel();
 
-        // The false failure keeps retrying on its own; the real result waits only for its
-        // first answer, so a receiver that refuses the failure forever cannot hold the success back.
+        // The false failure keeps retrying on its own; the real result waits only until the
+        // failure's first attempt has ended, so a receiver that refuses the failure forever
+        // cannot hold the success back for a day.
         let failure_delivery = async {
             if let Some(callback) = &false_failure {
                 self.deliver(callback, chaos, Some(answered)).await;
@@ -195,7 +196,7 @@ impl Deliverer {
         };
         let result_delivery = async {
             if false_failure.is_some() {
-                // An error only means the failure's path ended without an answer: go on anyway.
+                // An error only means the failure's path ended before signalling: go on anyway.
                 let _ = failure_answered.await;
             }
             if let Some(callback) = self.new_callback(kind, payment) {
@@ -256,18 +257,12 @@ impl Deliverer {
         // deliveries per callback, not per copy.
         let mut paths: Vec<_> = (0..copies)
             .map(|path| {
-                let primary = path == 0;
-                self.path(
-                    callback,
-                    path,
-                    Duration::ZERO,
-                    if primary {
-                        chaos.redeliver_after_success
-                    } else {
-                        None
-                    },
-                    if primary { first_answered.take() } else { None },
-                )
+                let (redeliver, signal) = if path == 0 {
+                    (chaos.redeliver_after_success, first_answered.take())
+                } else {
+                    (None, None)
+                };
+                self.path(callback, path, Duration::ZERO, redeliver, signal)
             })
             .collect();
         if let Some(delay) = chaos.second_path_delay {
