@@ -202,3 +202,58 @@ pub struct DemoShop {
     /// Its orders, newest first.
     pub orders: Vec<Order>,
 }
+
+/// `GET /api/admin/callbacks/{callback_id}`: everything that happened to one callback id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallbackHistory {
+    /// The platform's notification id.
+    pub callback_id: String,
+    /// How it was applied the first time; null if it never was (refused or never received).
+    pub processed: Option<ProcessedCallback>,
+    /// Every signed delivery received, oldest first.
+    pub deliveries: Vec<CallbackDelivery>,
+    /// What it put in front of a person.
+    pub anomalies: Vec<Anomaly>,
+}
+
+/// The one time a callback id was applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessedCallback {
+    /// `payment.succeeded` or `payment.failed`.
+    pub event_type: String,
+    /// The order it was about.
+    pub order_no: String,
+    /// The platform's payment id.
+    pub payment_id: String,
+    /// What it did: `CHARGED`, `ORDER_FAILED`, `IGNORED_ANOMALY`, ...
+    pub outcome: String,
+    /// When.
+    pub processed_at: String,
+}
+
+/// One received delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackDelivery {
+    /// What became of it: `CHARGED`, `DUPLICATE`, `AMOUNT_MISMATCH`, `ORDER_NOT_FOUND`, ...
+    pub outcome: String,
+    /// What we answered.
+    pub http_status: u16,
+    /// When it arrived.
+    pub received_at: String,
+}
+
+/// Something a person must review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    /// The callback that raised it.
+    pub callback_id: String,
+    /// The order concerned.
+    pub order_no: String,
+    /// `AMOUNT_MISMATCH`, `SUCCESS_AFTER_FAILED`, `SECOND_SUCCESS_FOR_PAID_ORDER`,
+    /// `FAILURE_AFTER_PAID`, `CALLBACK_CONFLICT` or `INSUFFICIENT_FUNDS`.
+    pub kind: String,
+    /// The facts behind it.
+    pub details: serde_json::Value,
+    /// When it was raised.
+    pub created_at: String,
+}

@@ -234,3 +234,92 @@ pub async fn record_delivery(db: impl PgExecutor<'_>, delivery: Delivery<'_>) ->
         .await?;
     Ok(())
 }
+
+/// A `payment_callbacks` row, as shown to people.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ProcessedRow {
+    /// `payment.succeeded` or `payment.failed`.
+    pub event_type: String,
+    /// The order.
+    pub order_no: String,
+    /// The platform's payment id.
+    pub payment_id: String,
+    /// What was done.
+    pub outcome: String,
+    /// When.
+    pub processed_at: OffsetDateTime,
+}
+
+/// How a callback id was applied, if it was.
+#[tracing::instrument(name = "db.callbacks.find_processed", skip(db))]
+pub async fn find_processed(
+    db: impl PgExecutor<'_>,
+    callback_id: &str,
+) -> sqlx::Result<Option<ProcessedRow>> {
+    sqlx::query_as(
+        "SELECT event_type, order_no, payment_id, outcome, processed_at
+         FROM payment_callbacks WHERE callback_id = $1",
+    )
+    .bind(callback_id)
+    .fetch_optional(db)
+    .await
+}
+
+/// A `callback_deliveries` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryRow {
+    /// What became of it.
+    pub outcome: String,
+    /// What was answered.
+    pub http_status: i16,
+    /// When it arrived.
+    pub received_at: OffsetDateTime,
+}
+
+/// Every delivery of a callback id, oldest first.
+#[tracing::instrument(name = "db.deliveries.list", skip(db))]
+pub async fn deliveries(
+    db: impl PgExecutor<'_>,
+    callback_id: &str,
+) -> sqlx::Result<Vec<DeliveryRow>> {
+    sqlx::query_as(
+        "SELECT outcome, http_status, received_at FROM callback_deliveries
+         WHERE callback_id = $1 ORDER BY delivery_id",
+    )
+    .bind(callback_id)
+    .fetch_all(db)
+    .await
+}
+
+/// An `anomalies` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AnomalyRow {
+    /// The callback that raised it.
+    pub callback_id: String,
+    /// The order concerned.
+    pub order_no: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its facts.
+    pub details: sqlx::types::Json<serde_json::Value>,
+    /// When.
+    pub created_at: OffsetDateTime,
+}
+
+/// Anomalies, newest first: of one callback id, or all of them (at most `limit`).
+#[tracing::instrument(name = "db.anomalies.list", skip(db))]
+pub async fn anomalies(
+    db: impl PgExecutor<'_>,
+    callback_id: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<AnomalyRow>> {
+    sqlx::query_as(
+        "SELECT callback_id, order_no, kind, details, created_at FROM anomalies
+         WHERE $1::text IS NULL OR callback_id = $1
+         ORDER BY anomaly_id DESC LIMIT $2",
+    )
+    .bind(callback_id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}

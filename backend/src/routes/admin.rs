@@ -7,7 +7,10 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use shared::api::{Account, AccountDetails, CreateAccount, LedgerEntry};
+use shared::api::{
+    Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
+    LedgerEntry, ProcessedCallback,
+};
 use uuid::Uuid;
 
 /// Refuses the request unless it carries `Authorization: Bearer <ADMIN_TOKEN>`.
@@ -96,4 +99,66 @@ pub async fn get_account(
         currency: account.currency.parse().map_err(ApiError::internal)?,
         ledger,
     }))
+}
+
+fn anomaly_dto(row: callbacks::AnomalyRow) -> Anomaly {
+    Anomaly {
+        callback_id: row.callback_id,
+        order_no: row.order_no,
+        kind: row.kind,
+        details: row.details.0,
+        created_at: db::rfc3339(row.created_at),
+    }
+}
+
+/// `GET /api/admin/callbacks/{callback_id}` -> what happened to that callback:
+/// how it was applied, every delivery and what we answered, and its anomalies.
+pub async fn callback_history(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(callback_id): Path<String>,
+) -> Result<Json<CallbackHistory>, ApiError> {
+    authorize(&state, &headers)?;
+    let processed = callbacks::find_processed(&state.db, &callback_id)
+        .await?
+        .map(|row| ProcessedCallback {
+            event_type: row.event_type,
+            order_no: row.order_no,
+            payment_id: row.payment_id,
+            outcome: row.outcome,
+            processed_at: db::rfc3339(row.processed_at),
+        });
+    let deliveries = callbacks::deliveries(&state.db, &callback_id)
+        .await?
+        .into_iter()
+        .map(|row| CallbackDelivery {
+            outcome: row.outcome,
+            http_status: u16::try_from(row.http_status).unwrap_or_default(),
+            received_at: db::rfc3339(row.received_at),
+        })
+        .collect::<Vec<_>>();
+    let anomalies = callbacks::anomalies(&state.db, Some(&callback_id), 100)
+        .await?
+        .into_iter()
+        .map(anomaly_dto)
+        .collect();
+    if processed.is_none() && deliveries.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    Ok(Json(CallbackHistory {
+        callback_id,
+        processed,
+        deliveries,
+        anomalies,
+    }))
+}
+
+/// `GET /api/admin/anomalies` -> the newest 100 anomalies, for review.
+pub async fn list_anomalies(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<Anomaly>>, ApiError> {
+    authorize(&state, &headers)?;
+    let rows = callbacks::anomalies(&state.db, None, 100).await?;
+    Ok(Json(rows.into_iter().map(anomaly_dto).collect()))
 }

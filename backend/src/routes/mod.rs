@@ -17,6 +17,11 @@ pub fn api() -> Router<AppState> {
     Router::new()
         .route("/admin/accounts", post(admin::create_account))
         .route("/admin/accounts/{account_id}", get(admin::get_account))
+        .route(
+            "/admin/callbacks/{callback_id}",
+            get(admin::callback_history),
+        )
+        .route("/admin/anomalies", get(admin::list_anomalies))
         .route("/orders", post(orders::create_order))
         .route("/orders/{order_no}", get(orders::get_order))
         .route(

@@ -124,3 +124,75 @@ async fn get_unknown_account_is_404() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(error_code(response).await, "ACCOUNT_NOT_FOUND");
 }
+
+#[tokio::test]
+async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomalies() {
+    let app = spawn_app().await;
+    let (_, order) = app.account_with_order(10_000, 2_500).await;
+    let (id, body) = (new_callback_id(), success_body(&order));
+    app.post_callback(&id, &body).await;
+    app.post_callback(&id, &body).await;
+    app.post_callback(&id, &success_body(&order)).await; // same id, other body: conflict
+
+    let response = app
+        .http
+        .get(app.url(&format!("/api/admin/callbacks/{id}")))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let history: shared::api::CallbackHistory = response.json().await.expect("json");
+    let processed = history.processed.expect("applied once");
+    assert_eq!(processed.outcome, "CHARGED");
+    assert_eq!(processed.order_no, order.order_no);
+    let outcomes: Vec<(&str, u16)> = history
+        .deliveries
+        .iter()
+        .map(|d| (d.outcome.as_str(), d.http_status))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("CHARGED", 200),
+            ("DUPLICATE", 200),
+            ("CALLBACK_CONFLICT", 409)
+        ]
+    );
+    assert_eq!(history.anomalies.len(), 1);
+    assert_eq!(history.anomalies[0].kind, "CALLBACK_CONFLICT");
+
+    let listed = app
+        .http
+        .get(app.url("/api/admin/anomalies"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+    let listed: Vec<shared::api::Anomaly> = listed.json().await.expect("json");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].callback_id, id);
+}
+
+#[tokio::test]
+async fn callback_history_of_an_unknown_id_is_404_and_needs_the_token() {
+    let app = spawn_app().await;
+
+    let unknown = app
+        .http
+        .get(app.url("/api/admin/callbacks/evt_never_seen"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+    let anonymous = app
+        .http
+        .get(app.url("/api/admin/anomalies"))
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
