@@ -4,8 +4,8 @@
 //!
 //! - [`platform`]: signs and sends callbacks the way a payment platform does;
 //! - [`incident`]: the scenario and its report;
-//! - [`processes`]: real processes a run or a fault test owns (the backend, Redis, PostgreSQL).
+//! - [`processes`] (the `testkit` crate): real processes a run or a fault test owns (the backend, Redis, PostgreSQL).
 
 pub mod incident;
 pub mod platform;
-pub mod processes;
+pub use testkit as processes;

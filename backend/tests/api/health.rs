@@ -1,6 +1,7 @@
-use crate::helpers::{OwnedRedis, spawn_app, spawn_app_with};
+use crate::helpers::{spawn_app, spawn_app_with};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use testkit::OwnedRedis;
 
 #[tokio::test]
 async fn healthz_is_ok_when_database_and_redis_answer() {
@@ -20,7 +21,7 @@ async fn healthz_is_ok_when_database_and_redis_answer() {
 
 #[tokio::test]
 async fn healthz_answers_503_naming_redis_when_redis_is_down() {
-    let mut redis = OwnedRedis::start().await;
+    let mut redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
     redis.stop();
 

@@ -1,6 +1,7 @@
 //! Test support: a real app on a random port, a fresh database per test, a
 //! per-test Redis key prefix, typed request helpers, signed callbacks, and
-//! snapshots that prove an error changed nothing.
+//! snapshots that prove an error changed nothing. Tests that stop or flush
+//! Redis own one: [`testkit::OwnedRedis`].
 
 use backend::config::Config;
 use backend::invariants;
@@ -10,7 +11,6 @@ use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use shared::api::{Account, Order, RequestToken};
 use sqlx::PgPool;
-use std::process::{Child, Command, Stdio};
 use std::sync::Once;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -347,93 +347,4 @@ pub async fn error_code(response: Response) -> String {
         .as_str()
         .expect("error code")
         .to_owned()
-}
-
-/// A `redis-server` owned by one test, on its own port: the test may stop,
-/// restart or flush it without disturbing anything else.
-pub struct OwnedRedis {
-    /// The port it listens on.
-    pub port: u16,
-    child: Option<Child>,
-}
-
-impl OwnedRedis {
-    /// Starts a server on a free port and waits until it answers.
-    pub async fn start() -> OwnedRedis {
-        let port = free_port();
-        let mut redis = OwnedRedis { port, child: None };
-        redis.resume().await;
-        redis
-    }
-
-    /// Its URL.
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Starts it again on the same port (empty: nothing is persisted).
-    pub async fn resume(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts (is it installed?)");
-        self.child = Some(child);
-        for _ in 0..100 {
-            if self.ping().await {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("owned redis-server on port {} did not answer", self.port);
-    }
-
-    /// Kills it.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Drops every key, as a Redis that lost its data.
-    pub async fn flush(&self) {
-        let client = redis::Client::open(self.url()).expect("url");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connects");
-        let _: () = redis::cmd("FLUSHALL")
-            .query_async(&mut conn)
-            .await
-            .expect("flushes");
-    }
-
-    async fn ping(&self) -> bool {
-        let Ok(client) = redis::Client::open(self.url()) else {
-            return false;
-        };
-        match client.get_multiplexed_async_connection().await {
-            Ok(mut conn) => redis::cmd("PING")
-                .query_async::<String>(&mut conn)
-                .await
-                .is_ok(),
-            Err(_) => false,
-        }
-    }
-}
-
-impl Drop for OwnedRedis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port")
 }

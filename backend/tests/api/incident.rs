@@ -1,9 +1,10 @@
 //! The incident that started this project, replayed as a test.
 
-use crate::helpers::{OwnedRedis, new_callback_id, spawn_app_with, success_body};
+use crate::helpers::{new_callback_id, spawn_app_with, success_body};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use std::time::Duration;
+use testkit::OwnedRedis;
 
 /// Interval between the platform's retries; the incident had 7-10 s, tests shorten it.
 fn retry_interval() -> Duration {
@@ -16,7 +17,7 @@ fn retry_interval() -> Duration {
 
 #[tokio::test]
 async fn the_incident_replayed_charges_once_and_answers_200_every_time() {
-    let redis = OwnedRedis::start().await;
+    let redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
     let (account, order) = app.account_with_order(100_000, 4_999).await;
     let (id, body) = (new_callback_id(), success_body(&order));
@@ -33,7 +34,7 @@ async fn the_incident_replayed_charges_once_and_answers_200_every_time() {
 
     // 3. The backend restarts (new process state) and Redis loses everything, then one more retry.
     let app = app.restart().await;
-    redis.flush().await;
+    redis.flush().await.expect("flushes");
     statuses.push(app.post_callback(&id, &body).await.status());
 
     assert_eq!(statuses.len(), 111);

@@ -1,12 +1,13 @@
 //! Redis is a helper, never the guarantee: with it down or emptied, nothing is charged twice.
 
-use crate::helpers::{OwnedRedis, error_code, new_callback_id, spawn_app_with, success_body};
+use crate::helpers::{error_code, new_callback_id, spawn_app_with, success_body};
 use reqwest::StatusCode;
 use shared::OrderStatus;
+use testkit::OwnedRedis;
 
 #[tokio::test]
 async fn callbacks_are_exactly_once_with_redis_stopped() {
-    let mut redis = OwnedRedis::start().await;
+    let mut redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     redis.stop();
@@ -24,7 +25,7 @@ async fn callbacks_are_exactly_once_with_redis_stopped() {
 
 #[tokio::test]
 async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_is_down() {
-    let mut redis = OwnedRedis::start().await;
+    let mut redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
     let (_, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;
@@ -47,7 +48,7 @@ async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_
     );
 
     // Redis comes back empty: the old token is gone, a new one pays.
-    redis.resume().await;
+    redis.resume().await.expect("restarts");
     let stale = app.pay(&order.order_no, token).await;
     assert_eq!(stale.status(), StatusCode::CONFLICT);
     let fresh = app.request_token(&order.order_no).await;
@@ -63,7 +64,7 @@ async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_
 
 #[tokio::test]
 async fn a_pay_replay_is_answered_from_the_database_when_redis_is_down_or_flushed() {
-    let mut redis = OwnedRedis::start().await;
+    let mut redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;
@@ -72,7 +73,7 @@ async fn a_pay_replay_is_answered_from_the_database_when_redis_is_down_or_flushe
     let first: serde_json::Value = first.json().await.expect("json");
     app.wait_until_final(&order.order_no).await;
 
-    redis.flush().await;
+    redis.flush().await.expect("flushes");
     let after_flush = app.pay(&order.order_no, token).await;
     redis.stop();
     let while_down = app.pay(&order.order_no, token).await;

@@ -1,4 +1,4 @@
-//! Real processes owned by one storm run or one fault test: the backend binary,
+//! Real processes owned by one test or one load run: the backend binary,
 //! a `redis-server`, a PostgreSQL cluster. Each on its own free port, so a test
 //! may kill, pause, flush or restart it without disturbing anything else.
 
