@@ -178,26 +178,26 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
 async fn a_backend_frozen_for_7_seconds_mid_storm_charges_each_order_once() {
     let rig = Rig::start(RigOptions::default()).await;
     let orders = rig.orders(10, AMOUNT).await;
+    let (before, during) = orders.split_at(4);
+    let pause = Duration::from_millis(300);
+    let mut answers = rig
+        .storm(before, AMOUNT, 5, pause, Duration::from_secs(60))
+        .await;
+
+    // Frozen mid-storm: connections stay open and nothing is answered. The
+    // platform's client gives up after 5 s and retries; the frozen requests
+    // still complete after SIGCONT. Both paths must end in one charge.
+    rig.backends[0].lock().await.pause();
     let backend = rig.backends[0].clone();
-    let freezer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        backend.lock().await.pause();
+    let thaw = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(7)).await;
         backend.lock().await.resume();
     });
-
-    // The platform's client gives up after 5 s and retries; frozen requests
-    // still complete after SIGCONT. Both paths must end in one charge.
-    let answers = rig
-        .storm(
-            &orders,
-            AMOUNT,
-            5,
-            Duration::from_millis(300),
-            Duration::from_secs(60),
-        )
-        .await;
-    freezer.await.expect("freezer");
+    answers.extend(
+        rig.storm(during, AMOUNT, 5, pause, Duration::from_secs(60))
+            .await,
+    );
+    thaw.await.expect("thaw");
 
     assert!(failures(&answers) >= 1, "the freeze made no delivery fail");
     rig.assert_each_order_paid_once(&orders, "SIGSTOP 7 s")
