@@ -154,11 +154,14 @@ impl Rig {
         orders
     }
 
-    /// One platform per backend URL, signing with the rig's secret.
+    /// One platform per backend URL, signing with the rig's secret; like real
+    /// platforms it gives up on a delivery after 5 s and retries.
     pub fn senders(&self) -> Vec<Sender> {
         self.urls
             .iter()
-            .map(|url| Sender::new(url, &self.secret).expect("sender"))
+            .map(|url| {
+                Sender::with_timeout(url, &self.secret, Duration::from_secs(5)).expect("sender")
+            })
             .collect()
     }
 
