@@ -75,12 +75,22 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// Signs with `secret` (`whsec_...`) and posts to `{backend_url}/api/payments/callback`.
+    /// Signs with `secret` (`whsec_...`) and posts to `{backend_url}/api/payments/callback`,
+    /// giving up on a delivery after 30 s.
     pub fn new(backend_url: &str, secret: &str) -> anyhow::Result<Self> {
+        Self::with_timeout(backend_url, secret, Duration::from_secs(30))
+    }
+
+    /// The same, giving up on a delivery after `timeout` (real platforms wait about 5 s).
+    pub fn with_timeout(
+        backend_url: &str,
+        secret: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
         let key =
             Webhook::new(secret).map_err(|err| anyhow::anyhow!("bad webhook secret: {err}"))?;
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(timeout)
             .pool_max_idle_per_host(256)
             .build()?;
         Ok(Self {
