@@ -1,0 +1,124 @@
+//! Command-line options.
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+/// What `bench` measures, and for how long.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "bench",
+    version,
+    about = "Benchmarks the checkout against the physical limit and writes docs/BENCHMARKS.md",
+    long_about = "Benchmarks the checkout against the physical limit on this machine, in one run: \
+                  the callback handler's SQL under pgbench next to the same callbacks through the \
+                  backend (new and duplicate), pay-now next to redis-benchmark, the page's .wasm \
+                  size and the backend's peak memory. Prints ratios and targets and writes a report."
+)]
+pub struct Args {
+    /// Seconds each measured run lasts.
+    #[arg(long, default_value_t = 12)]
+    pub duration: u64,
+
+    /// Seconds of the discarded warm-up run before each step.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u64,
+
+    /// Concurrent clients: one measured run per count and step.
+    #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 100])]
+    pub clients: Vec<usize>,
+
+    /// Steps to run.
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [Step::New, Step::Duplicate, Step::Pay, Step::Size])]
+    pub steps: Vec<Step>,
+
+    /// The report to write [default: docs/BENCHMARKS.md of the workspace].
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+
+    /// Print the report only; leave the report file alone.
+    #[arg(long)]
+    pub no_write: bool,
+
+    /// PostgreSQL: `own` starts a private cluster (needs the server binaries, and
+    /// has room for 100 pgbench clients); or a server URL `postgres://user@host:port`
+    /// with enough free connections.
+    #[arg(long, default_value = "own")]
+    pub postgres: String,
+
+    /// Redis (pay-now's token store and redis-benchmark's target).
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+
+    /// The backend binary [default: target/release/backend].
+    #[arg(long)]
+    pub backend_bin: Option<PathBuf>,
+
+    /// `DATABASE_MAX_CONNECTIONS` for the backend [default: the backend's own, 20].
+    #[arg(long)]
+    pub db_max_connections: Option<u32>,
+
+    /// Accounts the orders are spread over (row locks on accounts must not serialise the runs).
+    #[arg(long, default_value_t = 1000)]
+    pub accounts: i64,
+
+    /// Requests per redis-benchmark run.
+    #[arg(long, default_value_t = 200_000)]
+    pub redis_requests: u64,
+
+    /// Also profile new callbacks at 32 clients (or the nearest count) with `perf`,
+    /// in extra runs that are not counted.
+    #[arg(long)]
+    pub profile: bool,
+
+    /// Experiment: begin every pgbench transaction with a bare Sync round trip, the
+    /// health check sqlx's pool makes at each checkout (`test_before_acquire`), so
+    /// pgbench makes as many round trips as the backend.
+    #[arg(long)]
+    pub pgbench_ping: bool,
+
+    /// Experiment: `PLATFORM_URL` for the pay-now backend (e.g. a `platform-sim`
+    /// started with a long processing delay) instead of the in-process sandbox.
+    #[arg(long)]
+    pub pay_platform_url: Option<String>,
+
+    /// Keep the databases (and the private cluster's directory) for inspection.
+    #[arg(long)]
+    pub keep: bool,
+
+    /// The command recorded in the report [default: this process's command line].
+    #[arg(long)]
+    pub command: Option<String>,
+}
+
+/// One part of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Step {
+    /// New callbacks: pgbench on the handler's SQL, then the backend.
+    New,
+    /// A duplicate storm: one callback id, pgbench's duplicate path, then the backend.
+    #[value(name = "dup")]
+    Duplicate,
+    /// Pay now (token, then pay) next to redis-benchmark's SET EX NX and GETDEL.
+    Pay,
+    /// The page's release .wasm size.
+    Size,
+}
+
+impl Args {
+    /// The client count used for warm-ups, profiles and per-statement breakdowns:
+    /// 32 when measured, otherwise the middle one.
+    pub fn focus_clients(&self) -> usize {
+        if self.clients.contains(&32) {
+            32
+        } else {
+            let mut sorted = self.clients.clone();
+            sorted.sort_unstable();
+            sorted.get(sorted.len() / 2).copied().unwrap_or(32)
+        }
+    }
+
+    /// True when `step` is to run.
+    pub fn runs(&self, step: Step) -> bool {
+        self.steps.contains(&step)
+    }
+}

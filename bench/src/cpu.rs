@@ -1,0 +1,290 @@
+//! Where the machine's CPU went during a run, from `/proc`: the load generator
+//! (this process and its children such as pgbench), the backend, our PostgreSQL
+//! cluster, and everything else. "Everything else" is the noise: other people's
+//! builds and tests sharing the machine.
+//!
+//! Processes are sampled every 250 ms; a process is charged the CPU it used
+//! between the first and the last time it was seen inside the window.
+
+use serde::Serialize;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// Linux reports process and machine CPU time in ticks of 1/100 s (`USER_HZ`).
+const TICKS_PER_SECOND: f64 = 100.0;
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Average CPU use over a window, in cores (1.0 = one core busy all the time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuUse {
+    /// Length of the window, seconds.
+    pub window_s: f64,
+    /// Cores the machine has.
+    pub cores: f64,
+    /// All busy time of the machine.
+    pub busy_cores: f64,
+    /// This process and its children other than the backend (pgbench, redis-benchmark).
+    pub client_cores: f64,
+    /// The backend process.
+    pub backend_cores: f64,
+    /// Our PostgreSQL cluster (all its processes); zero when it is not ours.
+    pub postgres_cores: f64,
+    /// The Redis server the backend uses.
+    pub redis_cores: f64,
+    /// Interrupt and softirq time (loopback networking lands here). Mostly also
+    /// inside the process times above (softirqs run in the sending process), so it
+    /// is shown, not subtracted.
+    pub irq_cores: f64,
+    /// Every other process, including a shared PostgreSQL that is not ours: the noise.
+    pub other_cores: f64,
+    /// Time the hypervisor gave to other guests: noise too.
+    pub steal_cores: f64,
+    /// Context switches per second, whole machine.
+    pub context_switches_per_s: f64,
+}
+
+/// The processes whose CPU we can name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Roots {
+    /// The backend under test.
+    pub backend: Option<u32>,
+    /// The postmaster of our own PostgreSQL cluster.
+    pub postmaster: Option<u32>,
+    /// The Redis server.
+    pub redis: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Class {
+    Client,
+    Backend,
+    Postgres,
+    Redis,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Proc {
+    ppid: u32,
+    ticks: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct MachineTicks {
+    busy: u64,
+    irq: u64,
+    steal: u64,
+    context_switches: u64,
+}
+
+/// Measures from `from` to `to` in the background.
+pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuUse>> {
+    tokio::spawn(async move {
+        tokio::time::sleep_until(from).await;
+        let started = Instant::now();
+        let machine_start = machine_ticks()?;
+        let mut first: HashMap<u32, (u64, Class)> = HashMap::new();
+        let mut last: HashMap<u32, (u64, Class)> = HashMap::new();
+        let mut initial = true;
+        loop {
+            let procs = processes();
+            for (&pid, proc) in &procs {
+                let class = classify(pid, &procs, roots);
+                // A process born inside the window is charged from zero.
+                let baseline = if initial { proc.ticks } else { 0 };
+                first.entry(pid).or_insert((baseline, class));
+                last.insert(pid, (proc.ticks, class));
+            }
+            initial = false;
+            let now = Instant::now();
+            if now >= to {
+                break;
+            }
+            tokio::time::sleep_until((now + SAMPLE_EVERY).min(to)).await;
+        }
+        let machine_end = machine_ticks()?;
+        let window_s = started.elapsed().as_secs_f64().max(1e-3);
+        let cores_of = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / window_s;
+        let mut by_class: HashMap<Class, u64> = HashMap::new();
+        for (pid, (ticks, class)) in &last {
+            let start = first.get(pid).map_or(0, |(t, _)| *t);
+            *by_class.entry(*class).or_default() += ticks.saturating_sub(start);
+        }
+        let share = |class| cores_of(by_class.get(&class).copied().unwrap_or(0));
+        let busy = cores_of(machine_end.busy.saturating_sub(machine_start.busy));
+        let irq = cores_of(machine_end.irq.saturating_sub(machine_start.irq));
+        let steal = cores_of(machine_end.steal.saturating_sub(machine_start.steal));
+        let (client, backend, postgres, redis) = (
+            share(Class::Client),
+            share(Class::Backend),
+            share(Class::Postgres),
+            share(Class::Redis),
+        );
+        Some(CpuUse {
+            window_s,
+            cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            busy_cores: busy,
+            client_cores: client,
+            backend_cores: backend,
+            postgres_cores: postgres,
+            redis_cores: redis,
+            irq_cores: irq,
+            other_cores: (busy - steal - client - backend - postgres - redis).max(0.0),
+            steal_cores: steal,
+            context_switches_per_s: machine_end
+                .context_switches
+                .saturating_sub(machine_start.context_switches)
+                as f64
+                / window_s,
+        })
+    })
+}
+
+fn classify(pid: u32, procs: &HashMap<u32, Proc>, roots: Roots) -> Class {
+    let me = std::process::id();
+    let mut current = pid;
+    // Walk up the parents; the first root met decides.
+    for _ in 0..64 {
+        if Some(current) == roots.backend {
+            return Class::Backend;
+        }
+        if Some(current) == roots.postmaster {
+            return Class::Postgres;
+        }
+        if Some(current) == roots.redis {
+            return Class::Redis;
+        }
+        if current == me {
+            return Class::Client;
+        }
+        match procs.get(&current) {
+            Some(proc) if proc.ppid > 1 => current = proc.ppid,
+            _ => return Class::Other,
+        }
+    }
+    Class::Other
+}
+
+/// The `redis-server` process serving `port`, if it runs on this machine.
+pub fn find_redis_server(port: u16) -> Option<u32> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_redis = args.first().is_some_and(|a| {
+            a.rsplit('/').next() == Some("redis-server") || a.starts_with("redis-server")
+        });
+        let port_text = port.to_string();
+        let serves_port = args.iter().any(|a| a.ends_with(&format!(":{port}")))
+            || args
+                .windows(2)
+                .any(|w| w[0] == "--port" && w[1] == port_text)
+            || (port == 6379 && !args.iter().any(|a| a == "--port"));
+        if is_redis && serves_port {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+fn processes() -> HashMap<u32, Proc> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            && let Some(proc) = parse_stat(&stat)
+        {
+            out.insert(pid, proc);
+        }
+    }
+    out
+}
+
+/// `/proc/<pid>/stat`: the name may hold spaces, so fields are counted after the last `)`.
+fn parse_stat(stat: &str) -> Option<Proc> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... utime(11) stime(12).
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Proc {
+        ppid,
+        ticks: utime + stime,
+    })
+}
+
+fn machine_ticks() -> Option<MachineTicks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let mut ticks = parse_machine(stat.lines().next()?)?;
+    ticks.context_switches = stat
+        .lines()
+        .find_map(|line| line.strip_prefix("ctxt "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    Some(ticks)
+}
+
+/// The `cpu` line of `/proc/stat`: user nice system idle iowait irq softirq steal ...
+fn parse_machine(line: &str) -> Option<MachineTicks> {
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = values[..] else {
+        return None;
+    };
+    Some(MachineTicks {
+        busy: user + nice + system + irq + softirq + steal,
+        irq: irq + softirq,
+        steal,
+        context_switches: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_name_with_spaces_and_parens_does_not_shift_the_fields() {
+        let stat = "42 (tokio (rt) 1) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0";
+        let proc = parse_stat(stat).expect("parses");
+        assert_eq!(proc.ppid, 7);
+        assert_eq!(proc.ticks, 300);
+    }
+
+    #[test]
+    fn machine_busy_time_leaves_out_idle_and_iowait() {
+        let line = "cpu  100 10 50 1000 30 5 5 20 0 0";
+        let ticks = parse_machine(line).expect("parses");
+        assert_eq!(ticks.busy, 190);
+        assert_eq!(ticks.irq, 10);
+        assert_eq!(ticks.steal, 20);
+    }
+}

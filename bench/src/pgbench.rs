@@ -1,0 +1,420 @@
+//! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
+//!
+//! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`,
+//! taken verbatim; this module only knows which value each `$n` gets (the same
+//! values `charge::apply_callback` binds) and turns `$n` into a pgbench
+//! expression. A statement the handler starts to run that is not described
+//! here, or a changed parameter count, stops the benchmark with an error instead
+//! of measuring something else.
+//!
+//! Order `k` of a new callback: client `c` of `n` takes `k = base + c + n * i`
+//! in its `i`-th transaction (pgbench keeps `i` per client across transactions).
+
+use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
+use crate::stats::{Latency, Run};
+use anyhow::{Context, bail};
+use backend::charge::{DUPLICATE_SQL, Decision, NEW_CHARGE_SQL};
+use backend::db::{accounts, callbacks, orders};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::process::Command;
+
+/// Which path of the callback handler a script replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallbackPath {
+    /// A new `payment.succeeded` for a PENDING order: `NEW_CHARGE_SQL`.
+    New,
+    /// A callback id seen before, same body: `DUPLICATE_SQL`.
+    Duplicate,
+}
+
+/// The outcome the handler records for a duplicate (`charge::answer_seen`).
+pub const DUPLICATE_OUTCOME: &str = "DUPLICATE";
+/// The event type of every benchmark callback.
+pub const EVENT_TYPE: &str = "payment.succeeded";
+/// Stands in for the SHA-256 of the body: the same length as the real one.
+pub const BODY_SHA256: &str = "5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed";
+
+/// The values one statement binds, as pgbench expressions in `$1..$n` order,
+/// and whether its row feeds later statements (`\gset`).
+struct Binding {
+    args: Vec<String>,
+    gset: bool,
+}
+
+fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
+    let callback_id = match path {
+        CallbackPath::New => format!("('{CALLBACK_PREFIX}' || :k)"),
+        CallbackPath::Duplicate => ":dup_callback_id".to_owned(),
+    };
+    let fresh_order = format!("('{ORDER_PREFIX}' || :k)");
+    let payment_id = format!("('{PAYMENT_PREFIX}' || :k)");
+    let plain = |args: &[&str]| Binding {
+        args: args.iter().map(|&a| a.to_owned()).collect(),
+        gset: false,
+    };
+    // After `\gset` the locked row's columns are variables: the handler, too,
+    // takes account, amount and currency from the locked order.
+    let binding = match (path, sql) {
+        (_, s) if s == callbacks::FIND_SQL => plain(&[&callback_id]),
+        (CallbackPath::New, s) if s == orders::LOCK_WITH_ACCOUNT_SQL => Binding {
+            args: vec![fresh_order],
+            gset: true,
+        },
+        (CallbackPath::New, s) if s == callbacks::INSERT_SQL => plain(&[
+            &callback_id,
+            ":body_sha256",
+            ":event_type",
+            ":order_no",
+            &payment_id,
+            ":outcome",
+        ]),
+        (CallbackPath::New, s) if s == callbacks::INSERT_CHARGE_SQL => plain(&[
+            &callback_id,
+            ":order_no",
+            ":account_id",
+            ":amount_cents",
+            ":currency",
+            &payment_id,
+        ]),
+        (CallbackPath::New, s) if s == orders::MARK_PAID_SQL => plain(&[":order_no"]),
+        (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
+            plain(&[":account_id", ":amount_cents"])
+        }
+        (CallbackPath::New, s) if s == callbacks::RECORD_DELIVERY_SQL => plain(&[
+            &callback_id,
+            ":order_no",
+            ":event_type",
+            ":outcome",
+            ":http_status",
+        ]),
+        (CallbackPath::Duplicate, s) if s == callbacks::RECORD_DELIVERY_SQL => plain(&[
+            &callback_id,
+            ":dup_order_no",
+            ":event_type",
+            ":dup_outcome",
+            ":http_status",
+        ]),
+        _ => bail!(
+            "the callback handler ({path:?} path) runs a statement the benchmark does not know the \
+             parameters of; describe it in bench/src/pgbench.rs:\n{sql}"
+        ),
+    };
+    Ok(binding)
+}
+
+/// The pgbench expressions a statement's `$1..$n` are replaced with.
+pub fn bound_expressions(sql: &str, path: CallbackPath) -> anyhow::Result<Vec<String>> {
+    Ok(binding(sql, path)?.args)
+}
+
+/// Replaces `$1..$n` with `args[0..n]`; every argument must be used.
+fn substitute(sql: &str, args: &[String]) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(sql.len() + 64);
+    let mut used = BTreeSet::new();
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, ch)) = chars.next() {
+        if ch != '$' {
+            out.push(ch);
+            continue;
+        }
+        let mut digits = String::new();
+        while let Some(&(_, d)) = chars.peek() {
+            if !d.is_ascii_digit() {
+                break;
+            }
+            digits.push(d);
+            chars.next();
+        }
+        if digits.is_empty() {
+            out.push('$');
+            continue;
+        }
+        let n: usize = digits.parse()?;
+        let arg = n
+            .checked_sub(1)
+            .and_then(|i| args.get(i))
+            .with_context(|| {
+                format!(
+                    "${n} has no value (the benchmark knows {}); the statement changed:\n{sql}",
+                    args.len()
+                )
+            })?;
+        used.insert(n);
+        out.push_str(arg);
+    }
+    if used.len() != args.len() {
+        bail!(
+            "the statement uses {} parameters, the benchmark binds {}; it changed:\n{sql}",
+            used.len(),
+            args.len()
+        );
+    }
+    Ok(out)
+}
+
+/// The pgbench script of one path, made from the handler's statements. With
+/// `ping`, each transaction starts with a bare Sync round trip (an empty pipeline),
+/// like the pool's health check at each checkout.
+pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
+    let (statements, source): (&[&str], &str) = match path {
+        CallbackPath::New => (&NEW_CHARGE_SQL, "backend::charge::NEW_CHARGE_SQL"),
+        CallbackPath::Duplicate => (&DUPLICATE_SQL, "backend::charge::DUPLICATE_SQL"),
+    };
+    let mut out = format!(
+        "-- Generated by the `bench` crate from {source}: the statements the callback\n\
+         -- handler runs, in its order, with $n replaced by pgbench variables. Do not edit.\n"
+    );
+    if path == CallbackPath::New {
+        out.push_str("\\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n");
+    }
+    if ping {
+        out.push_str("\\startpipeline\n\\endpipeline\n");
+    }
+    out.push_str("BEGIN;\n");
+    for sql in statements {
+        let binding = binding(sql, path)?;
+        out.push_str(&substitute(sql.trim(), &binding.args)?);
+        out.push_str(if binding.gset { "\n\\gset\n" } else { ";\n" });
+    }
+    out.push_str("COMMIT;\n");
+    Ok(out)
+}
+
+/// The `-D` variables a script of `path` needs besides the per-run ones.
+pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
+    let mut vars = vec![
+        ("event_type".to_owned(), EVENT_TYPE.to_owned()),
+        ("http_status".to_owned(), "200".to_owned()),
+    ];
+    match path {
+        CallbackPath::New => {
+            vars.push(("body_sha256".into(), BODY_SHA256.into()));
+            vars.push(("outcome".into(), Decision::Charge.outcome().into()));
+        }
+        CallbackPath::Duplicate => vars.push(("dup_outcome".into(), DUPLICATE_OUTCOME.into())),
+    }
+    vars
+}
+
+/// One pgbench invocation.
+pub struct Invocation<'a> {
+    /// The script file.
+    pub script: &'a Path,
+    /// `-h -p -U` of the server.
+    pub server_args: Vec<String>,
+    /// Database name.
+    pub database: &'a str,
+    /// `-c`.
+    pub clients: usize,
+    /// `-T`, or `-t 1` per client when `None`.
+    pub duration: Option<Duration>,
+    /// `-D name=value`.
+    pub vars: Vec<(String, String)>,
+    /// Per-transaction log prefix (`--log --log-prefix`), for latency percentiles.
+    pub log_prefix: Option<PathBuf>,
+}
+
+impl Invocation<'_> {
+    /// The command line, as a person would type it.
+    pub fn command_line(&self) -> Vec<String> {
+        let threads = self
+            .clients
+            .min(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        // -n: no vacuum of pgbench's own tables (there are none); -M prepared: like sqlx.
+        let mut args: Vec<String> = vec![
+            "pgbench".into(),
+            "-n".into(),
+            "-M".into(),
+            "prepared".into(),
+            "-c".into(),
+            self.clients.to_string(),
+            "-j".into(),
+            threads.to_string(),
+        ];
+        match self.duration {
+            Some(duration) => args.extend(["-T".into(), duration.as_secs().max(1).to_string()]),
+            None => args.extend(["-t".into(), "1".into()]),
+        }
+        for (name, value) in &self.vars {
+            args.extend(["-D".into(), format!("{name}={value}")]);
+        }
+        if let Some(prefix) = &self.log_prefix {
+            args.extend(["--log".into(), format!("--log-prefix={}", prefix.display())]);
+        }
+        args.extend(["-f".into(), self.script.display().to_string()]);
+        args.extend(self.server_args.iter().cloned());
+        args.push(self.database.to_owned());
+        args
+    }
+
+    /// Runs pgbench and reads its summary and, when logged, its per-transaction latencies.
+    pub async fn run(&self) -> anyhow::Result<Run> {
+        let args = self.command_line();
+        let output = Command::new(&args[0])
+            .args(&args[1..])
+            .kill_on_drop(true)
+            .output()
+            .await
+            .context("cannot run pgbench (install it: apt-get install -y postgresql-client)")?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let mut run = parse_summary(&stdout, &stderr)?;
+        run.clients = self.clients;
+        if !output.status.success() && run.errors == 0 {
+            bail!("pgbench failed ({}):\n{stderr}", output.status);
+        }
+        if let Some(prefix) = &self.log_prefix {
+            let mut latencies = read_logs(prefix)?;
+            run.latency = Latency::from_micros(&mut latencies);
+        }
+        Ok(run)
+    }
+}
+
+/// Reads `tps`, processed and failed transactions and aborted clients.
+fn parse_summary(stdout: &str, stderr: &str) -> anyhow::Result<Run> {
+    let mut run = Run::default();
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("tps = ") {
+            run.rate = rest
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .context("pgbench tps")?;
+        } else if let Some(rest) = line.strip_prefix("number of transactions actually processed: ")
+        {
+            let done = rest.split('/').next().unwrap_or(rest).trim();
+            run.ok = done.parse().context("pgbench processed count")?;
+        } else if let Some(rest) = line.strip_prefix("number of failed transactions: ") {
+            let failed: u64 = rest
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if failed > 0 {
+                run.errors += failed;
+                run.error_kinds.insert("failed transactions".into(), failed);
+            }
+        }
+    }
+    let aborted: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("aborted in command"))
+        .collect();
+    if !aborted.is_empty() {
+        run.errors += aborted.len() as u64;
+        let first = aborted[0]
+            .split("ERROR:")
+            .nth(1)
+            .unwrap_or(aborted[0])
+            .trim();
+        run.error_kinds
+            .insert(format!("aborted clients ({first})"), aborted.len() as u64);
+    }
+    Ok(run)
+}
+
+/// Latencies (µs) from pgbench's per-transaction logs `<prefix>.<pid>[.<thread>]`.
+fn read_logs(prefix: &Path) -> anyhow::Result<Vec<u64>> {
+    let dir = prefix.parent().context("log prefix has no directory")?;
+    let stem = prefix
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("log prefix is not UTF-8")?
+        .to_owned();
+    let mut latencies = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(&format!("{stem}.")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())?;
+        // client_id transaction_no time script_no time_epoch time_us: time is the latency in µs.
+        latencies.extend(
+            text.lines()
+                .filter_map(|line| line.split_whitespace().nth(2)?.parse::<u64>().ok()),
+        );
+        std::fs::remove_file(entry.path())?;
+    }
+    Ok(latencies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_new_callback_script_replays_every_handler_statement_in_order() -> anyhow::Result<()> {
+        let script = script(CallbackPath::New, false)?;
+        assert!(script.contains("BEGIN;"));
+        assert!(script.trim_end().ends_with("COMMIT;"));
+        let mut at = 0;
+        for sql in NEW_CHARGE_SQL {
+            let head: String = sql.split('$').next().unwrap_or(sql).to_owned();
+            let found = script[at..]
+                .find(head.trim())
+                .with_context(|| format!("missing or out of order: {sql}"))?;
+            at += found;
+        }
+        let sql: Vec<&str> = script.lines().filter(|l| !l.starts_with("--")).collect();
+        assert!(
+            sql.iter().all(|line| !line.contains('$')),
+            "every $n is replaced:\n{script}"
+        );
+        assert!(script.contains("\\gset"));
+        Ok(())
+    }
+
+    #[test]
+    fn the_duplicate_script_uses_the_fixed_callback_id() -> anyhow::Result<()> {
+        let script = script(CallbackPath::Duplicate, false)?;
+        assert!(script.contains(":dup_callback_id"));
+        assert!(!script.contains(":k"));
+        Ok(())
+    }
+
+    #[test]
+    fn the_ping_is_an_empty_pipeline_before_begin() -> anyhow::Result<()> {
+        let script = script(CallbackPath::Duplicate, true)?;
+        let ping = script
+            .find("\\startpipeline\n\\endpipeline")
+            .context("ping")?;
+        let begin = script.find("BEGIN;").context("begin")?;
+        assert!(ping < begin);
+        Ok(())
+    }
+
+    #[test]
+    fn a_statement_with_more_parameters_than_known_is_refused() {
+        let args = vec![":a".to_owned()];
+        assert!(substitute("SELECT $1, $2", &args).is_err());
+        assert!(substitute("SELECT 1", &args).is_err());
+        assert_eq!(
+            substitute("SELECT $1 + $1", &args).ok().as_deref(),
+            Some("SELECT :a + :a")
+        );
+    }
+
+    #[test]
+    fn an_unknown_statement_is_refused() {
+        assert!(binding("SELECT 1", CallbackPath::New).is_err());
+    }
+
+    #[test]
+    fn pgbench_summaries_and_aborts_are_read() -> anyhow::Result<()> {
+        let stdout = "number of transactions actually processed: 1200\n\
+                      number of failed transactions: 0 (0.000%)\n\
+                      tps = 119.5 (without initial connection time)\n";
+        let stderr = "pgbench: error: client 3 script 0 aborted in command 4 query 0: ERROR:  insert or update violates\n";
+        let run = parse_summary(stdout, stderr)?;
+        assert_eq!(run.ok, 1200);
+        assert_eq!(run.rate, 119.5);
+        assert_eq!(run.errors, 1);
+        Ok(())
+    }
+}
