@@ -7,8 +7,9 @@
 //! - `PLATFORM_URL` set: a remote platform (`platform-sim` or a real one) over HTTP.
 //!   "Submitted" means the platform accepted the payment; it owns the retries.
 //! - `PLATFORM_URL` unset: the same simulator runs in this process. It dies with
-//!   the process, so "submitted" means its callback was acknowledged; until then
-//!   the dispatcher keeps handing the attempt over again, also after a restart.
+//!   the process, so at start every attempt of a still-PENDING order is marked
+//!   unsubmitted again ([`Platform::forget_in_process_hand_overs`]) and the
+//!   dispatcher hands it to the new simulator.
 
 use crate::db::attempts::{self, AttemptRow};
 use platform_sim::{CreatePayment, SimConfig, Simulator};
@@ -20,8 +21,6 @@ use uuid::Uuid;
 
 /// How old an unsubmitted attempt must be before the dispatcher hands it over again.
 const DISPATCH_MIN_AGE_SECS: i64 = 5;
-/// How long a hand-over to the in-process simulator waits for its callback to be acknowledged.
-const IN_PROCESS_CONFIRM_WAIT: Duration = Duration::from_secs(30);
 
 /// Where payments go.
 #[derive(Clone)]
@@ -73,7 +72,17 @@ impl Platform {
         }
     }
 
-    /// Hands the payment over; `Ok` once it is safe to stop handing it over.
+    /// After a restart the in-process simulator has lost every payment it held:
+    /// hand the attempts of still-PENDING orders over again. A remote platform
+    /// keeps its own, so nothing is reset for it. Returns how many were reset.
+    pub async fn forget_in_process_hand_overs(&self, db: &PgPool) -> sqlx::Result<u64> {
+        match self.mode {
+            Mode::InProcess(_) => attempts::reset_submitted_of_pending_orders(db).await,
+            Mode::Remote { .. } => Ok(0),
+        }
+    }
+
+    /// Hands the payment over; `Ok` once the platform has it.
     async fn hand_over(&self, attempt: &AttemptRow) -> anyhow::Result<String> {
         let request = CreatePayment {
             order_no: attempt.order_no.clone(),
@@ -97,17 +106,7 @@ impl Platform {
             }
             Mode::InProcess(simulator) => {
                 let (payment, _) = simulator.create_payment(&key, request).await?;
-                let deadline = tokio::time::Instant::now() + IN_PROCESS_CONFIRM_WAIT;
-                while tokio::time::Instant::now() < deadline {
-                    let delivered = simulator
-                        .payment(&payment.payment_id)
-                        .is_some_and(|p| p.callbacks.iter().any(|c| c.delivered));
-                    if delivered {
-                        return Ok(payment.payment_id);
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                anyhow::bail!("the in-process platform's callback is not acknowledged yet")
+                Ok(payment.payment_id)
             }
         }
     }

@@ -85,6 +85,14 @@ impl Application {
             )?,
         };
 
+        let reset = platform.forget_in_process_hand_overs(&db).await?;
+        if reset > 0 {
+            tracing::info!(
+                attempts = reset,
+                "payments the previous process's in-process platform held will be handed over again"
+            );
+        }
+
         let demo_account = if config.demo {
             Some(routes::demo::seed(&db).await?)
         } else {

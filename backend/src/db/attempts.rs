@@ -114,6 +114,20 @@ pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::
     Ok(())
 }
 
+/// Marks the attempts of still-PENDING orders as not handed over (see
+/// `Platform::forget_in_process_hand_overs`). Returns how many.
+#[tracing::instrument(name = "db.attempts.reset_submitted_of_pending_orders", skip(db))]
+pub async fn reset_submitted_of_pending_orders(db: impl PgExecutor<'_>) -> sqlx::Result<u64> {
+    let result = sqlx::query(
+        "UPDATE payment_attempts a SET submitted_at = NULL
+         FROM orders o
+         WHERE o.order_no = a.order_no AND o.status = 'PENDING' AND a.submitted_at IS NOT NULL",
+    )
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected())
+}
+
 /// Attempts committed but never handed to the platform (e.g. the process died in between),
 /// older than `min_age_secs`, for the dispatcher to send again.
 #[tracing::instrument(name = "db.attempts.list_unsubmitted", skip(db))]
