@@ -3,12 +3,13 @@
 # and writes docs/BENCHMARKS.md: the callback handler's SQL under pgbench next to
 # the same callbacks through the release backend (new, and a duplicate storm) at
 # 8, 32 and 100 clients; pay-now next to redis-benchmark; the page's .wasm size;
-# the backend's peak memory. Not part of the test suite. Takes about 6 minutes.
+# the backend's peak memory. Not part of the test suite. Takes about 9 minutes
+# (3 rounds of 10 s runs per client count; about 12 with --profile --pgbench-ping).
 #
-#   bash scripts/bench.sh                          # everything, 12 s per run
-#   bash scripts/bench.sh --duration 30            # longer runs, steadier figures
+#   bash scripts/bench.sh                          # everything
+#   bash scripts/bench.sh --profile --pgbench-ping # plus perf profiles and the price of the pool's ping
+#   bash scripts/bench.sh --rounds 5 --duration 20 # steadier figures
 #   bash scripts/bench.sh --steps new,dup --clients 32,100
-#   bash scripts/bench.sh --profile                # also perf profiles (extra runs)
 #   bash scripts/bench.sh --db-max-connections 40  # try another backend pool size
 #   bash scripts/bench.sh --help                   # every option
 #

@@ -6,7 +6,7 @@
 //! Processes are sampled every 250 ms; a process is charged the CPU it used
 //! between the first and the last time it was seen inside the window.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -17,7 +17,8 @@ const TICKS_PER_SECOND: f64 = 100.0;
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Average CPU use over a window, in cores (1.0 = one core busy all the time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CpuUse {
     /// Length of the window, seconds.
     pub window_s: f64,

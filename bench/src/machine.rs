@@ -1,12 +1,13 @@
 //! Facts about the machine and the build: CPU, memory, the page's `.wasm`, the
 //! backend's peak memory, the commit measured.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The machine the figures come from.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Machine {
     /// Logical CPUs.
     pub cores: usize,
@@ -66,7 +67,7 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// The page's release `.wasm`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WasmSize {
     /// The file, relative to the workspace.
     pub file: String,

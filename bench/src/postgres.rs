@@ -141,7 +141,8 @@ pub struct OwnedCluster {
 
 impl OwnedCluster {
     /// The settings given on top of initdb's defaults.
-    const OPTIONS: &'static str = "-c max_connections=300 -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all";
+    const OPTIONS: &'static str = "-c max_connections=300 -c shared_preload_libraries=pg_stat_statements \
+         -c pg_stat_statements.track=all -c track_wal_io_timing=on -c autovacuum=off";
 
     fn start() -> anyhow::Result<Self> {
         let bin = std::fs::read_dir("/usr/lib/postgresql")
@@ -160,7 +161,9 @@ impl OwnedCluster {
             port: storm::processes::free_port()?,
             data,
             bin,
-            settings: "max_connections=300, pg_stat_statements loaded".into(),
+            settings: "max_connections=300, pg_stat_statements loaded, track_wal_io_timing=on, \
+                       autovacuum=off: the benchmark VACUUMs before every run, as pgbench does"
+                .into(),
             keep: false,
         };
         if is_root() {
@@ -249,7 +252,8 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// Settings of the server that decide the physical limit, for the report.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ServerSettings {
     /// `SHOW server_version`.
     pub version: String,
@@ -390,7 +394,7 @@ pub async fn settle(pool: &PgPool) -> anyhow::Result<()> {
 }
 
 /// One statement's share of the database time, from `pg_stat_statements`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StatementTime {
     /// The normalised statement text.
     pub query: String,
@@ -398,6 +402,13 @@ pub struct StatementTime {
     pub calls: i64,
     /// Total execution time, ms.
     pub total_ms: f64,
+}
+
+/// True for the benchmark's own bookkeeping queries (WAL samples, waits, order counting).
+pub fn is_bookkeeping(query: &str) -> bool {
+    ["pg_stat_", "pg_current_wal", "substr(order_no"]
+        .iter()
+        .any(|mark| query.contains(mark))
 }
 
 /// Forgets all statement statistics (own cluster only).
@@ -413,7 +424,10 @@ pub async fn statement_times(pool: &PgPool, db: &str) -> anyhow::Result<Vec<Stat
     let rows = sqlx::query(
         "SELECT s.query, s.calls, s.total_exec_time FROM pg_stat_statements s
          JOIN pg_database d ON d.oid = s.dbid
-         WHERE d.datname = $1 AND s.query NOT LIKE '%pg_stat_statements%'
+         WHERE d.datname = $1
+           -- the benchmark's own bookkeeping queries
+           AND s.query NOT LIKE '%pg_stat_%' AND s.query NOT LIKE '%pg_current_wal%'
+           AND s.query NOT LIKE '%substr(order_no%'
          ORDER BY s.total_exec_time DESC LIMIT 20",
     )
     .bind(db)
@@ -448,7 +462,8 @@ pub async fn wait_idle(pool: &PgPool, db: &str) -> anyhow::Result<()> {
 }
 
 /// WAL written during a window, from `pg_stat_wal` and the WAL insert position.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct WalUse {
     /// Length of the window, seconds.
     pub window_s: f64,
@@ -460,6 +475,15 @@ pub struct WalUse {
     pub full_page_images: f64,
     /// `fsync`s (or equivalent) of WAL: group commit shares one among many commits.
     pub syncs: f64,
+    /// Time spent in those syncs, ms (needs `track_wal_io_timing`, on in our own cluster).
+    pub sync_ms: f64,
+}
+
+impl WalUse {
+    /// Mean time of one WAL sync, ms: how fast the disk makes a commit durable.
+    pub fn mean_sync_ms(&self) -> Option<f64> {
+        (self.syncs > 0.0 && self.sync_ms > 0.0).then(|| self.sync_ms / self.syncs)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -468,12 +492,14 @@ struct WalSample {
     records: f64,
     fpi: f64,
     syncs: f64,
+    sync_ms: f64,
 }
 
 async fn wal_sample(pool: &PgPool) -> anyhow::Result<WalSample> {
     let row = sqlx::query(
         "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 AS lsn,
-                wal_records::float8 AS records, wal_fpi::float8 AS fpi, wal_sync::float8 AS syncs
+                wal_records::float8 AS records, wal_fpi::float8 AS fpi, wal_sync::float8 AS syncs,
+                wal_sync_time AS sync_ms
          FROM pg_stat_wal",
     )
     .fetch_one(pool)
@@ -483,6 +509,7 @@ async fn wal_sample(pool: &PgPool) -> anyhow::Result<WalSample> {
         records: row.try_get("records")?,
         fpi: row.try_get("fpi")?,
         syncs: row.try_get("syncs")?,
+        sync_ms: row.try_get("sync_ms")?,
     })
 }
 
@@ -506,6 +533,7 @@ pub fn watch_wal(
             records: end.records - start.records,
             full_page_images: end.fpi - start.fpi,
             syncs: end.syncs - start.syncs,
+            sync_ms: end.sync_ms - start.sync_ms,
         })
     })
 }

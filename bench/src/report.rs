@@ -7,8 +7,8 @@
 use crate::cpu::CpuUse;
 use crate::machine::{Machine, WasmSize};
 use crate::postgres::{ServerSettings, StatementTime};
-use crate::stats::{Run, at};
-use serde::Serialize;
+use crate::stats::{NOISY_CORES, RoundRatio, Run, at, quiet_median, round_ratios};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Start of the hand-written part that survives a rewrite.
@@ -33,7 +33,8 @@ pub mod limits {
 }
 
 /// Options the run used.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// Seconds per measured run.
     pub duration_s: u64,
@@ -47,12 +48,14 @@ pub struct Settings {
     pub accounts: i64,
     /// Requests per redis-benchmark run.
     pub redis_requests: u64,
+    /// Rounds of pgbench-then-backend per client count.
+    pub rounds: usize,
     /// Experiments switched on (they change what is compared).
     pub experiments: Vec<String>,
 }
 
 /// The database time of one run, statement by statement.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatementBreakdown {
     /// Which run.
     pub label: String,
@@ -63,7 +66,8 @@ pub struct StatementBreakdown {
 }
 
 /// Everything one run of the benchmark found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Results {
     /// The command that produced it.
     pub command: String,
@@ -91,8 +95,12 @@ pub struct Results {
     pub new_pgbench: Vec<Run>,
     /// New callbacks through the backend.
     pub new_backend: Vec<Run>,
+    /// pgbench on `NEW_CHARGE_SQL` with the pool's ping in front (experiment).
+    pub new_pgbench_ping: Vec<Run>,
     /// pgbench on `DUPLICATE_SQL`.
     pub dup_pgbench: Vec<Run>,
+    /// pgbench on `DUPLICATE_SQL` with the pool's ping in front (experiment).
+    pub dup_pgbench_ping: Vec<Run>,
     /// A duplicate storm through the backend.
     pub dup_backend: Vec<Run>,
     /// Pay now: token then pay.
@@ -122,7 +130,7 @@ pub struct Results {
 }
 
 /// One target and how the run did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Target {
     /// What is held to a limit.
     pub what: String,
@@ -149,29 +157,47 @@ fn mark(met: Option<bool>) -> &'static str {
     }
 }
 
+/// `" (rounds 0.80, 0.85, 0.47*)"` when there was more than one round; `*` marks a noisy one.
+fn spread(ratios: &[RoundRatio]) -> String {
+    if ratios.len() < 2 {
+        return String::new();
+    }
+    let list: Vec<String> = ratios
+        .iter()
+        .map(|r| format!("{:.2}{}", r.ratio, if r.noisy { "*" } else { "" }))
+        .collect();
+    format!(" (rounds {})", list.join(", "))
+}
+
 impl Results {
-    /// Backend / pgbench rate for new callbacks at `clients`.
+    /// Backend / pgbench rate for new callbacks at `clients`, per round.
+    pub fn new_ratios(&self, clients: usize) -> Vec<RoundRatio> {
+        round_ratios(&self.new_backend, &self.new_pgbench, clients)
+    }
+
+    /// Backend / pgbench rate for new callbacks at `clients` (median of the rounds).
     pub fn new_ratio(&self, clients: usize) -> Option<f64> {
-        ratio(
-            at(&self.new_backend, clients),
-            at(&self.new_pgbench, clients),
-        )
+        quiet_median(&self.new_ratios(clients))
     }
 
-    /// Backend / pgbench rate for duplicates at `clients`.
+    /// Backend / pgbench rate for duplicates at `clients`, per round.
+    pub fn dup_ratios(&self, clients: usize) -> Vec<RoundRatio> {
+        round_ratios(&self.dup_backend, &self.dup_pgbench, clients)
+    }
+
+    /// Backend / pgbench rate for duplicates at `clients` (median of the rounds).
     pub fn dup_ratio(&self, clients: usize) -> Option<f64> {
-        ratio(
-            at(&self.dup_backend, clients),
-            at(&self.dup_pgbench, clients),
-        )
+        quiet_median(&self.dup_ratios(clients))
     }
 
-    /// Duplicate rate / new-callback rate through the backend at `clients`.
+    /// Duplicate rate / new-callback rate through the backend at `clients`, per round.
+    pub fn dup_vs_new_ratios(&self, clients: usize) -> Vec<RoundRatio> {
+        round_ratios(&self.dup_backend, &self.new_backend, clients)
+    }
+
+    /// Duplicate rate / new-callback rate through the backend at `clients` (median).
     pub fn dup_vs_new(&self, clients: usize) -> Option<f64> {
-        ratio(
-            at(&self.dup_backend, clients),
-            at(&self.new_backend, clients),
-        )
+        quiet_median(&self.dup_vs_new_ratios(clients))
     }
 
     /// The targets of issue 5, judged.
@@ -182,7 +208,9 @@ impl Results {
             out.push(Target {
                 what: format!("new callbacks / pgbench, {clients} clients"),
                 wanted: format!(">= {:.2}x", limits::NEW_VS_PGBENCH),
-                measured: r.map_or("-".into(), |r| format!("{r:.2}x")),
+                measured: r.map_or("-".into(), |r| {
+                    format!("{r:.3}x{}", spread(&self.new_ratios(clients)))
+                }),
                 met: r.map(|r| r >= limits::NEW_VS_PGBENCH),
             });
         }
@@ -198,7 +226,7 @@ impl Results {
             }
             let text = values
                 .iter()
-                .map(|(c, r)| format!("{r:.2}x@{c}"))
+                .map(|(c, r)| format!("{r:.3}x@{c}"))
                 .collect::<Vec<_>>()
                 .join(", ");
             (text, Some(values.iter().all(|(_, r)| *r >= min)))
@@ -313,7 +341,11 @@ impl Results {
                     o.map_or("-".into(), |r| format!("{:.2}", r.latency.p50_ms)),
                     o.map_or("-".into(), |r| format!("{:.2}", r.latency.p99_ms)),
                     o.map_or("-".into(), |r| r.errors.to_string()),
-                    ratio(o, t).map_or("-".into(), |r| format!("{r:.2}x")),
+                    {
+                        let ratios = round_ratios(ours, tool, clients);
+                        quiet_median(&ratios)
+                            .map_or("-".into(), |r| format!("{r:.2}x{}", spread(&ratios)))
+                    },
                 );
             }
         }
@@ -342,14 +374,25 @@ impl Results {
         let mut out = Vec::new();
         for (label, series) in [
             ("pgbench new", &self.new_pgbench),
+            ("pgbench + ping new", &self.new_pgbench_ping),
             ("backend new", &self.new_backend),
             ("pgbench duplicate", &self.dup_pgbench),
+            ("pgbench + ping duplicate", &self.dup_pgbench_ping),
             ("backend duplicate", &self.dup_backend),
             ("backend pay now", &self.pay),
         ] {
+            let mut seen: Vec<usize> = Vec::new();
             for run in series {
+                seen.push(run.clients);
+                let round = seen.iter().filter(|&&c| c == run.clients).count();
+                let rounds = series.iter().filter(|r| r.clients == run.clients).count();
                 if let Some(cpu) = &run.cpu {
-                    out.push((format!("{label} @{}", run.clients), run, cpu));
+                    let suffix = if rounds > 1 {
+                        format!(" #{round}")
+                    } else {
+                        String::new()
+                    };
+                    out.push((format!("{label} @{}{suffix}", run.clients), run, cpu));
                 }
             }
         }
@@ -432,8 +475,11 @@ impl Results {
             (
                 "runs",
                 format!(
-                    "{} s each after a discarded {} s warm-up per step; clients {:?}",
-                    self.settings.duration_s, self.settings.warmup_s, self.settings.clients
+                    "{} s each after a discarded {} s warm-up per step; clients {:?}; {} round(s) of pgbench then backend per count (figures: the median round)",
+                    self.settings.duration_s,
+                    self.settings.warmup_s,
+                    self.settings.clients,
+                    self.settings.rounds.max(1)
                 ),
             ),
             (
@@ -483,7 +529,11 @@ impl Results {
         let _ = writeln!(
             w,
             "Rates are successful operations per second (pgbench: transactions; backend: 200 answers; \
-             pay now: token + pay pairs). Latency is per operation as the client saw it.\n"
+             pay now: token + pay pairs). Latency is per operation as the client saw it. With \
+             several rounds, a row shows the median round and the ratio is the median of the \
+             rounds' ratios (pgbench and backend ran next to each other in each round); a round \
+             marked * was noisy (other processes took more than {NOISY_CORES} cores during one of \
+             its runs) and is left out of the medians when a quiet round exists.\n"
         );
         let _ = writeln!(w, "{}", self.comparison_table());
         if !self.dup_backend.is_empty() && !self.new_backend.is_empty() {
@@ -498,6 +548,7 @@ impl Results {
                     .join(", ")
             );
         }
+        self.ping_section(w);
         self.pay_section(w);
         self.errors_section(w);
 
@@ -576,6 +627,59 @@ impl Results {
             }
         }
         md
+    }
+
+    fn ping_section(&self, w: &mut String) {
+        if self.new_pgbench_ping.is_empty() && self.dup_pgbench_ping.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            w,
+            "### The price of the pool's ping (experiment, same run)\n"
+        );
+        let _ = writeln!(
+            w,
+            "sqlx's pool checks a connection at every checkout (`test_before_acquire`, on by \
+             default) with a bare Sync round trip, so the backend makes one round trip more per \
+             transaction than the SQL needs. pgbench + ping runs the same script with that round \
+             trip in front (an empty `\\startpipeline`/`\\endpipeline`).\n"
+        );
+        let _ = writeln!(
+            w,
+            "| step | clients | pgbench /s | pgbench + ping /s | change | backend /s | backend / (pgbench + ping) |"
+        );
+        let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|---:|");
+        for (step, plain, ping, ours) in [
+            (
+                "new callback",
+                &self.new_pgbench,
+                &self.new_pgbench_ping,
+                &self.new_backend,
+            ),
+            (
+                "duplicate",
+                &self.dup_pgbench,
+                &self.dup_pgbench_ping,
+                &self.dup_backend,
+            ),
+        ] {
+            for &clients in &self.settings.clients {
+                let (Some(plain), Some(ping)) = (at(plain, clients), at(ping, clients)) else {
+                    continue;
+                };
+                let ours = at(ours, clients);
+                let _ = writeln!(
+                    w,
+                    "| {step} | {clients} | {:.0} | {:.0} | {:+.0}% | {} | {} |",
+                    plain.rate,
+                    ping.rate,
+                    (ping.rate / plain.rate - 1.0) * 100.0,
+                    ours.map_or("-".into(), |r| format!("{:.0}", r.rate)),
+                    ratio(ours, Some(ping)).map_or("-".into(), |r| format!("{r:.2}x")),
+                );
+            }
+        }
+        let _ = writeln!(w);
     }
 
     fn pay_section(&self, w: &mut String) {
@@ -665,16 +769,18 @@ impl Results {
              HTTP workers); *other* is everything not ours: the noise. *irq* is interrupt time, \
              most of it already inside the process times (loopback networking runs in the \
              sending process). The machine is saturated when *idle* is near 0: then the rate \
-             is the cores divided by *all ours µs/op*.\n",
+             is the cores divided by *all ours µs/op*. *WAL flush ms* is the mean time of one \
+             WAL fsync: the disk's share of commit latency, and a sign of disk noise when it \
+             moves between runs.\n",
             self.machine.cores
         );
         let _ = writeln!(
             w,
-            "| run | ops/s | client | backend | PostgreSQL | Redis | irq | other + steal | idle | client µs/op | backend µs/op | PostgreSQL µs/op | all ours µs/op | ctx switches/op | WAL bytes/op | ops per WAL flush |"
+            "| run | ops/s | client | backend | PostgreSQL | Redis | irq | other + steal | idle | client µs/op | backend µs/op | PostgreSQL µs/op | all ours µs/op | ctx switches/op | WAL bytes/op | ops per WAL flush | WAL flush ms |"
         );
         let _ = writeln!(
             w,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for (label, run, cpu) in rows {
             let idle = (cpu.cores - cpu.busy_cores).max(0.0);
@@ -682,7 +788,7 @@ impl Results {
             let (wal_bytes, wal_syncs) = run.wal_per_op().unwrap_or((0.0, 0.0));
             let _ = writeln!(
                 w,
-                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {} |",
+                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {} | {} |",
                 run.rate,
                 cpu.client_cores,
                 cpu.backend_cores,
@@ -706,6 +812,10 @@ impl Results {
                 } else {
                     "-".into()
                 },
+                run.wal
+                    .as_ref()
+                    .and_then(|wal| wal.mean_sync_ms())
+                    .map_or("-".into(), |ms| format!("{ms:.2}")),
             );
         }
         let _ = writeln!(w);
@@ -720,21 +830,29 @@ impl Results {
             "## Database time per operation (`pg_stat_statements`)\n\n\
              Execution time inside PostgreSQL per successful operation, by statement. The sum \
              is what the database itself spends; the rest of the latency is waiting (for the \
-             CPU, the WAL flush at commit, the network, a pool connection).\n"
+             CPU, the WAL flush at commit, the network, a pool connection). Foreign-key checks \
+             appear as their own statements (`SELECT 1 FROM ONLY ... FOR KEY SHARE`); pgbench's \
+             prepared `BEGIN`/`COMMIT` are counted once per connection, not per transaction, \
+             and the pool's ping (a bare Sync) is no statement at all.\n"
         );
         for breakdown in &self.statements {
             let ops = breakdown.operations.max(1) as f64;
-            let total: f64 = breakdown.statements.iter().map(|s| s.total_ms).sum();
-            let calls: i64 = breakdown.statements.iter().map(|s| s.calls).sum();
+            let statements: Vec<&StatementTime> = breakdown
+                .statements
+                .iter()
+                .filter(|s| !crate::postgres::is_bookkeeping(&s.query))
+                .collect();
+            let total: f64 = statements.iter().map(|s| s.total_ms).sum();
+            let calls: i64 = statements.iter().map(|s| s.calls).sum();
             let _ = writeln!(
                 w,
-                "**{}**: {:.1} statements and {:.0} µs of execution per operation.\n",
+                "**{}**: {:.1} statements (with foreign-key checks) and {:.0} µs of execution per operation.\n",
                 breakdown.label,
                 calls as f64 / ops,
                 total * 1000.0 / ops
             );
             let _ = writeln!(w, "| calls/op | µs/op | statement |\n|---:|---:|---|");
-            for s in &breakdown.statements {
+            for s in statements {
                 let query: String = s.query.split_whitespace().collect::<Vec<_>>().join(" ");
                 let query = if query.chars().count() > 110 {
                     format!("{}…", query.chars().take(110).collect::<String>())

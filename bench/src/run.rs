@@ -42,6 +42,15 @@ fn say(text: impl AsRef<str>) {
 pub async fn run(args: Args) -> anyhow::Result<Results> {
     let started = Instant::now();
     let root = workspace_root();
+    if let Some(json) = &args.report_from {
+        let text = std::fs::read_to_string(json)
+            .with_context(|| format!("cannot read {}", json.display()))?;
+        let results: Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a bench results.json", json.display()))?;
+        say(results.summary());
+        write_report(&args, &root, &results)?;
+        return Ok(results);
+    }
     let now = OffsetDateTime::now_utc();
     let id = format!(
         "{:04}{:02}{:02}_{:02}{:02}{:02}",
@@ -135,6 +144,7 @@ pub async fn run(args: Args) -> anyhow::Result<Results> {
                 .map_or("20 (backend default)".into(), |n| n.to_string()),
             accounts: args.accounts,
             redis_requests: args.redis_requests,
+            rounds: args.rounds as usize,
             experiments: experiments(&args),
         },
         ..Results::default()
@@ -191,20 +201,7 @@ pub async fn run(args: Args) -> anyhow::Result<Results> {
         serde_json::to_string_pretty(&results)?,
     )?;
     say(results.summary());
-    if !args.no_write {
-        let output = args
-            .output
-            .clone()
-            .unwrap_or_else(|| root.join("docs/BENCHMARKS.md"));
-        let analysis = std::fs::read_to_string(&output)
-            .ok()
-            .and_then(|text| kept_analysis(&text));
-        if let Some(dir) = output.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&output, results.markdown(analysis.as_deref()))?;
-        say(format!("==> Wrote {}", output.display()));
-    }
+    write_report(&args, &root, &results)?;
     say(format!(
         "==> Done in {:.0} s; raw figures in {}",
         results.elapsed_s,
@@ -217,8 +214,8 @@ fn experiments(args: &Args) -> Vec<String> {
     let mut out = Vec::new();
     if args.pgbench_ping {
         out.push(
-            "--pgbench-ping: every pgbench transaction starts with a bare Sync round trip, like \
-             the backend pool's check at each checkout"
+            "--pgbench-ping: extra pgbench runs whose transactions start with a bare Sync round \
+             trip, like the backend pool's check at each checkout (not used for the targets)"
                 .to_owned(),
         );
     }
@@ -228,6 +225,26 @@ fn experiments(args: &Args) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Writes the Markdown report, keeping the analysis of the one it replaces.
+fn write_report(args: &Args, root: &Path, results: &Results) -> anyhow::Result<()> {
+    if args.no_write {
+        return Ok(());
+    }
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| root.join("docs/BENCHMARKS.md"));
+    let analysis = std::fs::read_to_string(&output)
+        .ok()
+        .and_then(|text| kept_analysis(&text));
+    if let Some(dir) = output.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&output, results.markdown(analysis.as_deref()))?;
+    say(format!("==> Wrote {}", output.display()));
+    Ok(())
 }
 
 async fn require_tool(name: &str, package: &str) -> anyhow::Result<()> {
@@ -430,6 +447,24 @@ impl Bench {
         self.args.focus_clients()
     }
 
+    /// A progress label, with the round when there are several.
+    fn label(&self, what: &str, round: u32) -> String {
+        if self.args.rounds > 1 {
+            format!("{what} #{}", round + 1)
+        } else {
+            what.to_owned()
+        }
+    }
+
+    /// (clients, round) in the order they run: every round of one count, then the next.
+    fn schedule(&self) -> Vec<(usize, u32)> {
+        self.args
+            .clients
+            .iter()
+            .flat_map(|&clients| (0..self.args.rounds).map(move |round| (clients, round)))
+            .collect()
+    }
+
     fn orders_needed(&self, rate: f64, seconds: u64, clients: usize) -> i64 {
         (rate * seconds as f64 * 1.5) as i64 + 100 * clients as i64
     }
@@ -454,11 +489,16 @@ impl Bench {
         Ok(())
     }
 
-    async fn write_script(&mut self, path: CallbackPath, name: &str) -> anyhow::Result<PathBuf> {
-        let text = pgbench::script(path, self.args.pgbench_ping)?;
+    async fn write_script(
+        &mut self,
+        path: CallbackPath,
+        ping: bool,
+        name: &str,
+    ) -> anyhow::Result<PathBuf> {
+        let text = pgbench::script(path, ping)?;
         let file = self.work.join(name);
         std::fs::write(&file, &text)?;
-        if !self.results.scripts.iter().any(|(n, _)| n == name) {
+        if !ping && !self.results.scripts.iter().any(|(n, _)| n == name) {
             self.results.scripts.push((name.to_owned(), text));
         }
         Ok(file)
@@ -471,8 +511,16 @@ impl Bench {
             "==> New callbacks: pgbench on backend::charge::NEW_CHARGE_SQL, then POST /api/payments/callback",
         );
         let script = self
-            .write_script(CallbackPath::New, "new_callback.sql")
+            .write_script(CallbackPath::New, false, "new_callback.sql")
             .await?;
+        let ping_script = if self.args.pgbench_ping {
+            Some(
+                self.write_script(CallbackPath::New, true, "new_callback_ping.sql")
+                    .await?,
+            )
+        } else {
+            None
+        };
         self.backend_addr().await?;
         let focus = self.focus();
         let warmup = self.args.warmup;
@@ -483,17 +531,24 @@ impl Bench {
             self.pgbench_new(&script, focus, warmup, false).await?;
             self.backend_new(focus, warmup, false).await?;
         }
-        for clients in self.args.clients.clone() {
-            let measured = clients == focus;
+        for (clients, round) in self.schedule() {
+            let measured = clients == focus && round == 0;
             let run = self
                 .pgbench_new(&script, clients, self.args.duration, measured)
                 .await?;
-            say(run.line("pgbench new callback", "tps  "));
+            say(run.line(&self.label("pgbench new callback", round), "tps  "));
             self.results.new_pgbench.push(run);
+            if let Some(ping_script) = ping_script.as_ref().filter(|_| round == 0) {
+                let run = self
+                    .pgbench_new(ping_script, clients, self.args.duration, false)
+                    .await?;
+                say(run.line("pgbench + ping new callback", "tps  "));
+                self.results.new_pgbench_ping.push(run);
+            }
             let run = self
                 .backend_new(clients, self.args.duration, measured)
                 .await?;
-            say(run.line("backend new callback", "req/s"));
+            say(run.line(&self.label("backend new callback", round), "req/s"));
             self.results.new_backend.push(run);
         }
 
@@ -714,11 +769,19 @@ impl Bench {
             "==> Duplicate storm: one callback id; pgbench on backend::charge::DUPLICATE_SQL, then the backend",
         );
         let new_script = self
-            .write_script(CallbackPath::New, "new_callback.sql")
+            .write_script(CallbackPath::New, false, "new_callback.sql")
             .await?;
         let script = self
-            .write_script(CallbackPath::Duplicate, "duplicate_callback.sql")
+            .write_script(CallbackPath::Duplicate, false, "duplicate_callback.sql")
             .await?;
+        let ping_script = if self.args.pgbench_ping {
+            Some(
+                self.write_script(CallbackPath::Duplicate, true, "duplicate_callback_ping.sql")
+                    .await?,
+            )
+        } else {
+            None
+        };
 
         // pgbench side: charge one order once with the new-callback script, then repeat its id.
         self.pg_stock.ensure(1).await?;
@@ -775,17 +838,24 @@ impl Bench {
                 .await?;
             self.backend_dup(&callback, focus, warmup, false).await?;
         }
-        for clients in self.args.clients.clone() {
-            let measured = clients == focus;
+        for (clients, round) in self.schedule() {
+            let measured = clients == focus && round == 0;
             let run = self
                 .pgbench_dup(&script, &dup_vars, clients, self.args.duration, measured)
                 .await?;
-            say(run.line("pgbench duplicate", "tps  "));
+            say(run.line(&self.label("pgbench duplicate", round), "tps  "));
             self.results.dup_pgbench.push(run);
+            if let Some(ping_script) = ping_script.as_ref().filter(|_| round == 0) {
+                let run = self
+                    .pgbench_dup(ping_script, &dup_vars, clients, self.args.duration, false)
+                    .await?;
+                say(run.line("pgbench + ping duplicate", "tps  "));
+                self.results.dup_pgbench_ping.push(run);
+            }
             let run = self
                 .backend_dup(&callback, clients, self.args.duration, measured)
                 .await?;
-            say(run.line("backend duplicate", "req/s"));
+            say(run.line(&self.label("backend duplicate", round), "req/s"));
             self.results.dup_backend.push(run);
         }
         Ok(())
