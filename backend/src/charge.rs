@@ -1,8 +1,9 @@
 //! The one transaction that applies a payment result callback, exactly once.
 //!
 //! ```text
+//! SELECT payment_callbacks WHERE callback_id        -- seen before? a duplicate is logged
+//!                                                   -- and answered by this one statement
 //! BEGIN
-//!   SELECT payment_callbacks WHERE callback_id      -- seen before? duplicate or conflict
 //!   SELECT order JOIN account ... FOR UPDATE        -- one delivery per order at a time
 //!   (amount/currency check)                         -- mismatch: anomaly, 422
 //!   INSERT payment_callbacks ON CONFLICT DO NOTHING -- claim the callback id
@@ -26,20 +27,42 @@ use shared::OrderStatus;
 use shared::api::{CallbackAck, CallbackEvent, CallbackType};
 use sqlx::{PgPool, Postgres, Transaction};
 
-/// Every statement a new `payment.succeeded` callback runs, in order, between
-/// BEGIN and COMMIT. The benchmark replays exactly these with pgbench.
-pub const NEW_CHARGE_SQL: [&str; 7] = [
-    callbacks::FIND_SQL,
-    orders::LOCK_WITH_ACCOUNT_SQL,
-    callbacks::INSERT_SQL,
-    callbacks::INSERT_CHARGE_SQL,
-    orders::MARK_PAID_SQL,
-    accounts::DEDUCT_SQL,
-    callbacks::RECORD_DELIVERY_SQL,
-];
+/// The statements one path of the callback handler runs, in order: some on
+/// their own (autocommit), then the rest between BEGIN and COMMIT. The benchmark
+/// replays exactly these with pgbench.
+#[derive(Debug, Clone, Copy)]
+pub struct CallbackSql {
+    /// Run one by one, each its own transaction.
+    pub before_tx: &'static [&'static str],
+    /// Run inside one transaction; empty for none.
+    pub in_tx: &'static [&'static str],
+}
 
-/// Every statement a duplicate delivery runs, in order, between BEGIN and COMMIT.
-pub const DUPLICATE_SQL: [&str; 2] = [callbacks::FIND_SQL, callbacks::RECORD_DELIVERY_SQL];
+impl CallbackSql {
+    /// Every statement, in the order they run.
+    pub fn statements(&self) -> impl Iterator<Item = &'static str> {
+        self.before_tx.iter().chain(self.in_tx).copied()
+    }
+}
+
+/// A new `payment.succeeded` callback for a PENDING order with enough balance.
+pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
+    before_tx: &[callbacks::SEEN_SQL],
+    in_tx: &[
+        orders::LOCK_WITH_ACCOUNT_SQL,
+        callbacks::INSERT_SQL,
+        callbacks::INSERT_CHARGE_SQL,
+        orders::MARK_PAID_SQL,
+        accounts::DEDUCT_SQL,
+        callbacks::RECORD_DELIVERY_SQL,
+    ],
+};
+
+/// A duplicate delivery: one statement finds the callback id and logs the delivery.
+pub const DUPLICATE_SQL: CallbackSql = CallbackSql {
+    before_tx: &[callbacks::SEEN_SQL],
+    in_tx: &[],
+};
 
 /// A callback whose signature was verified and whose body parsed.
 #[derive(Debug, Clone)]
@@ -133,11 +156,11 @@ pub async fn apply_callback(
 ) -> Result<CallbackAck, ApiError> {
     let data = &callback.event.data;
     faults::crash_point("callback.before_tx");
-    let mut tx = db.begin().await?;
-
-    if let Some(seen) = callbacks::find(&mut *tx, &callback.callback_id).await? {
-        return answer_seen(tx, callback, &seen).await;
+    if let Some(ack) = answer_if_seen(db, callback).await? {
+        return Ok(ack);
     }
+
+    let mut tx = db.begin().await?;
 
     let Some(order) = orders::lock_with_account(&mut *tx, &data.order_no).await? else {
         log_delivery(&mut tx, callback, "ORDER_NOT_FOUND", 404).await?;
@@ -173,11 +196,9 @@ pub async fn apply_callback(
     if !claimed {
         // A concurrent delivery of the same id committed between our first look and now.
         tx.rollback().await?;
-        let seen = callbacks::find(db, &callback.callback_id)
+        return answer_if_seen(db, callback)
             .await?
-            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")))?;
-        let tx = db.begin().await?;
-        return answer_seen(tx, callback, &seen).await;
+            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")));
     }
 
     execute(&mut tx, callback, &order, decision).await?;
@@ -266,27 +287,37 @@ async fn execute(
     Ok(())
 }
 
-/// A callback id we processed before: the same body is a duplicate (200, nothing
-/// changes); another body is a conflict (409, flagged for review).
-async fn answer_seen(
-    mut tx: Transaction<'_, Postgres>,
+/// A callback id we processed before: the same body is a duplicate (200,
+/// nothing changes; the one statement that found it also logged the delivery);
+/// another body is a conflict (409, flagged for review). `None`: never seen.
+async fn answer_if_seen(
+    db: &PgPool,
     callback: &VerifiedCallback,
-    seen: &callbacks::ProcessedCallback,
-) -> Result<CallbackAck, ApiError> {
+) -> Result<Option<CallbackAck>, ApiError> {
+    let Some(seen) = callbacks::find_and_log_duplicate(
+        db,
+        &callback.callback_id,
+        &callback.event.data.order_no,
+        callback.event.kind.as_str(),
+        &callback.body_sha256,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
     if seen.body_sha256 == callback.body_sha256 {
-        log_delivery(&mut tx, callback, "DUPLICATE", 200).await?;
-        tx.commit().await?;
         tracing::info!(first_outcome = %seen.outcome, "duplicate callback acknowledged, nothing changed");
-        return Ok(CallbackAck {
+        return Ok(Some(CallbackAck {
             code: "SUCCESS".into(),
             duplicate: true,
-        });
+        }));
     }
     let details = json!({
         "first_body_sha256": seen.body_sha256,
         "this_body_sha256": callback.body_sha256,
         "first_outcome": seen.outcome,
     });
+    let mut tx = db.begin().await?;
     callbacks::record_anomaly(
         &mut *tx,
         &callback.callback_id,

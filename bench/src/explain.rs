@@ -40,7 +40,7 @@ pub async fn new_callback(pool: &PgPool, k: i64) -> anyhow::Result<Vec<(String, 
         currency: row.try_get("currency")?,
     };
     let mut plans = Vec::new();
-    for sql in NEW_CHARGE_SQL {
+    for sql in NEW_CHARGE_SQL.statements() {
         let explain = format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}");
         let mut query = sqlx::query(&explain);
         for expression in pgbench::bound_expressions(sql, CallbackPath::New)? {

@@ -21,18 +21,31 @@ pub struct ProcessedCallback {
     pub outcome: String,
 }
 
-/// SQL of [`find`].
-pub const FIND_SQL: &str =
-    "SELECT callback_id, body_sha256, outcome FROM payment_callbacks WHERE callback_id = $1";
+/// SQL of [`find_and_log_duplicate`]: one statement, so a duplicate costs one round trip.
+pub const SEEN_SQL: &str = "WITH seen AS (
+             SELECT callback_id, body_sha256, outcome FROM payment_callbacks WHERE callback_id = $1
+         ), logged AS (
+             INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
+             SELECT $1, $2, $3, 'DUPLICATE', 200 FROM seen WHERE seen.body_sha256 = $4
+         )
+         SELECT callback_id, body_sha256, outcome FROM seen";
 
-/// Looks up a callback id that was already processed.
-#[tracing::instrument(name = "db.callbacks.find", skip(db))]
-pub async fn find(
+/// Looks up a callback id that was already processed and, when `body_sha256`
+/// matches (a true duplicate), logs the delivery as `DUPLICATE` in the same
+/// statement. A different hash is a conflict, logged by the caller.
+#[tracing::instrument(name = "db.callbacks.find_and_log_duplicate", skip(db))]
+pub async fn find_and_log_duplicate(
     db: impl PgExecutor<'_>,
     callback_id: &str,
+    order_no: &str,
+    event_type: &str,
+    body_sha256: &str,
 ) -> sqlx::Result<Option<ProcessedCallback>> {
-    sqlx::query_as(FIND_SQL)
+    sqlx::query_as(SEEN_SQL)
         .bind(callback_id)
+        .bind(order_no)
+        .bind(event_type)
+        .bind(body_sha256)
         .fetch_optional(db)
         .await
 }
