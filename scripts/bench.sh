@@ -48,9 +48,23 @@ if [[ ${#wasm[@]} -eq 0 || "${BENCH_BUILD_FRONTEND:-0}" == 1 ]]; then
     bash scripts/build-frontend.sh || echo "    warning: scripts/build-frontend.sh failed; see above"
 fi
 
-step "Building backend and bench (release)"
-cargo build --release --locked -p backend -p bench
+step "Building backend, platform-sim and bench (release)"
+cargo build --release --locked -p backend -p platform-sim -p bench
+
+# Pay-now hands each payment to a platform. In production that is another
+# process; so it is here: a platform-sim that holds payments for an hour, so no
+# callback lands during the measurement and the backend's memory is its own.
+platform_args=()
+if [[ " $* " != *" --pay-platform-url "* ]]; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    step "Starting platform-sim on 127.0.0.1:$port for pay-now"
+    WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)" target/release/platform-sim \
+        --bind-addr "127.0.0.1:$port" --processing-delay 1h >/dev/null 2>&1 &
+    platform_pid=$!
+    trap 'kill $platform_pid 2>/dev/null || true' EXIT
+    platform_args=(--pay-platform-url "http://127.0.0.1:$port")
+fi
 
 step "Running the benchmark"
-exec target/release/bench --backend-bin target/release/backend \
-    --command "bash scripts/bench.sh${*:+ $*}" "$@"
+target/release/bench --backend-bin target/release/backend \
+    --command "bash scripts/bench.sh${*:+ $*}" "${platform_args[@]}" "$@"
