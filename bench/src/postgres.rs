@@ -145,13 +145,7 @@ impl OwnedCluster {
          -c pg_stat_statements.track=all -c track_wal_io_timing=on -c autovacuum=off";
 
     fn start() -> anyhow::Result<Self> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .context("PostgreSQL server binaries not found under /usr/lib/postgresql")?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("bin"))
-            .filter(|path| path.join("initdb").exists())
-            .max()
-            .context("no initdb found under /usr/lib/postgresql")?;
+        let bin = storm::processes::postgres_bin_dir()?;
         let data = std::env::temp_dir().join(format!(
             "checkout-bench-pg-{}",
             uuid::Uuid::new_v4().simple()

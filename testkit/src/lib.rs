@@ -284,6 +284,17 @@ impl Drop for OwnedRedis {
     }
 }
 
+/// The newest PostgreSQL server binaries directory (`/usr/lib/postgresql/<v>/bin`).
+pub fn postgres_bin_dir() -> anyhow::Result<PathBuf> {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .context("PostgreSQL server binaries not found under /usr/lib/postgresql")?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("bin"))
+        .filter(|path| path.join("initdb").exists())
+        .max()
+        .context("no initdb found under /usr/lib/postgresql")
+}
+
 /// A PostgreSQL cluster of our own (initdb in a temporary directory, fsync off).
 pub struct OwnedPostgres {
     /// Its port.
@@ -295,13 +306,7 @@ pub struct OwnedPostgres {
 impl OwnedPostgres {
     /// Initialises and starts a cluster on a free port.
     pub fn start() -> anyhow::Result<Self> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .context("PostgreSQL server binaries not found under /usr/lib/postgresql")?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("bin"))
-            .filter(|path| path.join("initdb").exists())
-            .max()
-            .context("no initdb found")?;
+        let bin = postgres_bin_dir()?;
         let data =
             std::env::temp_dir().join(format!("checkout-pg-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&data)?;
