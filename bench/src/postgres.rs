@@ -6,10 +6,9 @@
 //! account `k mod accounts` with [`order_amount`]`(k)` EUR cents; every run takes
 //! the next unused `k`s, so each callback finds its own PENDING order.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use sqlx::{Connection, PgConnection, PgPool, Row};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 /// Order numbers are `ORDER_PREFIX` + k.
@@ -145,27 +144,15 @@ impl OwnedCluster {
          -c pg_stat_statements.track=all -c track_wal_io_timing=on -c autovacuum=off";
 
     fn start() -> anyhow::Result<Self> {
-        let bin = storm::processes::postgres_bin_dir()?;
-        let data = std::env::temp_dir().join(format!(
-            "checkout-bench-pg-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&data)?;
         let cluster = Self {
             port: storm::processes::free_port()?,
-            data,
-            bin,
+            data: storm::processes::postgres_data_dir("checkout-bench-pg")?,
+            bin: storm::processes::postgres_bin_dir()?,
             settings: "max_connections=300, pg_stat_statements loaded, track_wal_io_timing=on, \
                        autovacuum=off: the benchmark VACUUMs before every run, as pgbench does"
                 .into(),
             keep: false,
         };
-        if is_root() {
-            // initdb refuses to run as root; the cluster belongs to the postgres user.
-            run(Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&cluster.data))?;
-        }
         let data = cluster.data.display().to_string();
         cluster.pg(&[
             "initdb",
@@ -201,16 +188,7 @@ impl OwnedCluster {
     }
 
     fn pg(&self, args: &[&str]) -> anyhow::Result<()> {
-        let program = self.bin.join(args[0]);
-        let mut cmd = if is_root() {
-            let mut cmd = Command::new("runuser");
-            cmd.args(["-u", "postgres", "--"]).arg(&program);
-            cmd
-        } else {
-            Command::new(&program)
-        };
-        cmd.args(&args[1..]);
-        run(&mut cmd)
+        storm::processes::run_postgres_tool(&self.bin, args)
     }
 }
 
@@ -222,27 +200,6 @@ impl Drop for OwnedCluster {
             let _ = std::fs::remove_dir_all(&self.data);
         }
     }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-fn run(cmd: &mut Command) -> anyhow::Result<()> {
-    let output = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if !output.status.success() {
-        bail!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 /// Settings of the server that decide the physical limit, for the report.

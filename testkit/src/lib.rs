@@ -295,6 +295,57 @@ pub fn postgres_bin_dir() -> anyhow::Result<PathBuf> {
         .context("no initdb found under /usr/lib/postgresql")
 }
 
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// A fresh, empty directory under the temp dir for a PostgreSQL cluster, owned
+/// by the postgres user when we are root (initdb refuses to run as root).
+pub fn postgres_data_dir(prefix: &str) -> anyhow::Result<PathBuf> {
+    let data = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&data)?;
+    if is_root() {
+        let status = Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(&data)
+            .status()?;
+        if !status.success() {
+            bail!("cannot hand {} to the postgres user", data.display());
+        }
+    }
+    Ok(data)
+}
+
+/// Runs `args[0]` from the PostgreSQL binaries in `bin` with `args[1..]`, as the
+/// postgres user when we are root; fails with the tool's stderr.
+pub fn run_postgres_tool(bin: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let program = bin.join(args[0]);
+    let mut cmd = if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(&program);
+        cmd
+    } else {
+        Command::new(&program)
+    };
+    cmd.args(&args[1..]);
+    let output = cmd
+        .output()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} {:?} failed: {}",
+            program.display(),
+            &args[1..],
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
 /// A PostgreSQL cluster of our own (initdb in a temporary directory, fsync off).
 pub struct OwnedPostgres {
     /// Its port.
@@ -306,25 +357,11 @@ pub struct OwnedPostgres {
 impl OwnedPostgres {
     /// Initialises and starts a cluster on a free port.
     pub fn start() -> anyhow::Result<Self> {
-        let bin = postgres_bin_dir()?;
-        let data =
-            std::env::temp_dir().join(format!("checkout-pg-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&data)?;
         let pg = Self {
             port: free_port()?,
-            data,
-            bin,
+            data: postgres_data_dir("checkout-pg")?,
+            bin: postgres_bin_dir()?,
         };
-        if Self::is_root() {
-            // initdb refuses to run as root; the cluster belongs to the postgres user.
-            let status = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&pg.data)
-                .status()?;
-            if !status.success() {
-                bail!("cannot hand {} to the postgres user", pg.data.display());
-            }
-        }
         pg.pg(&[
             "initdb",
             "-D",
@@ -342,36 +379,8 @@ impl OwnedPostgres {
         self.data.display().to_string()
     }
 
-    fn is_root() -> bool {
-        Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-            .unwrap_or(false)
-    }
-
     fn pg(&self, args: &[&str]) -> anyhow::Result<()> {
-        let program = self.bin.join(args[0]);
-        let mut cmd = if Self::is_root() {
-            let mut cmd = Command::new("runuser");
-            cmd.args(["-u", "postgres", "--"]).arg(&program);
-            cmd
-        } else {
-            Command::new(&program)
-        };
-        cmd.args(&args[1..]);
-        let output = cmd
-            .output()
-            .with_context(|| format!("cannot run {}", program.display()))?;
-        if !output.status.success() {
-            bail!(
-                "{} {:?} failed: {}",
-                program.display(),
-                &args[1..],
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        Ok(())
+        run_postgres_tool(&self.bin, args)
     }
 
     fn pg_ctl(&self, action: &str) -> anyhow::Result<()> {
