@@ -221,7 +221,8 @@ async fn execute(
 ) -> Result<(), ApiError> {
     let broken =
         |what: &str| ApiError::internal(anyhow::anyhow!("invariant broken under lock: {what}"));
-    match decision {
+    // What the decision puts in front of a person, with the facts behind it.
+    let flagged = match decision {
         Decision::Charge => {
             let inserted = callbacks::insert_charge(
                 &mut **tx,
@@ -244,45 +245,40 @@ async fn execute(
             if !accounts::deduct(&mut **tx, order.account_id, order.amount_cents).await? {
                 return Err(broken("balance dropped"));
             }
+            None
         }
         Decision::FailOrder { reason, anomaly } => {
             if !orders::mark_failed(&mut **tx, &order.order_no, reason).await? {
                 return Err(broken("order left PENDING"));
             }
-            if let Some(kind) = anomaly {
+            anomaly.map(|kind| {
                 let details = json!({
                     "balance_cents": order.balance_cents,
                     "amount_cents": order.amount_cents,
                     "payment_id": callback.event.data.payment_id,
                     "note": "the platform reports the payment as taken, but the balance is too low to book it",
                 });
-                callbacks::record_anomaly(
-                    &mut **tx,
-                    &callback.callback_id,
-                    &order.order_no,
-                    kind,
-                    details,
-                )
-                .await?;
-            }
+                (kind, details)
+            })
         }
-        Decision::Ignore { anomaly } => {
-            if let Some(kind) = anomaly {
-                let details = json!({
-                    "order_status": order.status,
-                    "event": callback.event.kind.as_str(),
-                    "payment_id": callback.event.data.payment_id,
-                });
-                callbacks::record_anomaly(
-                    &mut **tx,
-                    &callback.callback_id,
-                    &order.order_no,
-                    kind,
-                    details,
-                )
-                .await?;
-            }
-        }
+        Decision::Ignore { anomaly } => anomaly.map(|kind| {
+            let details = json!({
+                "order_status": order.status,
+                "event": callback.event.kind.as_str(),
+                "payment_id": callback.event.data.payment_id,
+            });
+            (kind, details)
+        }),
+    };
+    if let Some((kind, details)) = flagged {
+        callbacks::record_anomaly(
+            &mut **tx,
+            &callback.callback_id,
+            &order.order_no,
+            kind,
+            details,
+        )
+        .await?;
     }
     Ok(())
 }

@@ -51,11 +51,6 @@ impl TokenStore {
         })
     }
 
-    /// The configured time to live of a token.
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     fn key(&self, token: Uuid) -> String {
         format!("{}token:{}", self.prefix, token.as_hyphenated())
     }

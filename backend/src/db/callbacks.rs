@@ -5,11 +5,6 @@ use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// Unique constraint: a callback id moves money at most once.
-pub const LEDGER_CALLBACK_UNIQUE: &str = "payment_ledger_callback_id_key";
-/// Partial unique index: an order is charged at most once.
-pub const LEDGER_ONE_CHARGE_PER_ORDER: &str = "payment_ledger_one_charge_per_order";
-
 /// A processed callback id (`payment_callbacks`).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProcessedCallback {
