@@ -62,23 +62,14 @@ impl TokenStore {
         binding: &TokenBinding,
     ) -> redis::RedisResult<(Uuid, OffsetDateTime)> {
         let token = Uuid::new_v4();
-        let value = serde_json::to_string(binding).map_err(json_error)?;
-        let ttl_secs = self.ttl.as_secs().max(1);
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(self.key(token))
-            .arg(value)
-            .arg("EX")
-            .arg(ttl_secs)
-            .arg("NX");
-        let stored: Option<String> = self.run(&cmd).await?;
-        if stored.is_none() {
+        if !self.set_if_absent(token, binding).await? {
             // A v4 collision inside the TTL is not expected in practice; refuse rather than overwrite.
             return Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "request token already exists",
             )));
         }
-        let ttl = time::Duration::seconds(i64::try_from(ttl_secs).unwrap_or(i64::MAX));
+        let ttl = time::Duration::seconds(i64::try_from(self.ttl_secs()).unwrap_or(i64::MAX));
         Ok((token, OffsetDateTime::now_utc() + ttl))
     }
 
@@ -96,15 +87,25 @@ impl TokenStore {
     /// the shopper's retry with the same token is not refused for our fault.
     #[tracing::instrument(name = "tokens.restore", skip(self, binding))]
     pub async fn restore(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<()> {
+        self.set_if_absent(token, binding).await?;
+        Ok(())
+    }
+
+    fn ttl_secs(&self) -> u64 {
+        self.ttl.as_secs().max(1)
+    }
+
+    /// `SET key binding EX ttl NX`: true when stored, false when the key existed.
+    async fn set_if_absent(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<bool> {
         let value = serde_json::to_string(binding).map_err(json_error)?;
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.key(token))
             .arg(value)
             .arg("EX")
-            .arg(self.ttl.as_secs().max(1))
+            .arg(self.ttl_secs())
             .arg("NX");
-        let _: Option<String> = self.run(&cmd).await?;
-        Ok(())
+        let stored: Option<String> = self.run(&cmd).await?;
+        Ok(stored.is_some())
     }
 
     /// `PING`, for the health check.
