@@ -29,8 +29,8 @@ cargo clippy --locked --workspace --exclude frontend --all-targets -- -D warning
 step "cargo clippy (wasm32 payment page)"
 cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
 
-step "Unit and integration tests (shared, backend, platform-sim)"
-cargo test --locked -p shared -p backend -p platform-sim -p bench -p testkit
+step "Unit and integration tests (api-types, backend, platform-sim, bench, testkit)"
+cargo test --locked -p api-types -p backend -p platform-sim -p bench -p testkit
 
 step "Fault injection: the backend as a child process, killed, frozen; PostgreSQL and Redis taken away"
 # The fault tests start target/debug/backend; build it from this tree first.

@@ -22,9 +22,9 @@ use crate::db::callbacks::{self, AnomalyKind, Delivery, NewCallback, NewCharge};
 use crate::db::orders::{self, LockedOrder};
 use crate::error::ApiError;
 use crate::faults;
+use api_types::OrderStatus;
+use api_types::api::{CallbackAck, CallbackEvent, CallbackType};
 use serde_json::json;
-use shared::OrderStatus;
-use shared::api::{CallbackAck, CallbackEvent, CallbackType};
 use sqlx::{PgPool, Postgres, Transaction};
 
 /// The statements one path of the callback handler runs, in order: some on

@@ -3,10 +3,10 @@
 //! Database and internal failures are logged with their cause chain and answered
 //! with a generic message: SQL text never leaves the process.
 
+use api_types::{ErrorBody, ErrorCode, OrderStatus};
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use shared::{ErrorBody, ErrorCode, OrderStatus};
 
 /// Seconds a client should wait before retrying after a 503.
 pub const RETRY_AFTER_SECS: u32 = 1;

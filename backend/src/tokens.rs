@@ -6,9 +6,9 @@
 //! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
 //! unique constraints, not Redis, keep a token from paying twice.
 
+use api_types::Currency;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
-use shared::Currency;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;

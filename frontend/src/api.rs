@@ -1,9 +1,9 @@
 //! The one typed client of the checkout API.
 //!
 //! Every call answers `Result<T, ApiError>`: a 2xx body decoded into the
-//! `shared` DTO, or an [`ApiError`] for everything else. A non-2xx answer
+//! `api_types` DTO, or an [`ApiError`] for everything else. A non-2xx answer
 //! carrying our error body becomes [`ApiError::Server`] with the
-//! [`shared::ErrorBody`]; anything else that is not a decoded 2xx (no answer,
+//! [`api_types::ErrorBody`]; anything else that is not a decoded 2xx (no answer,
 //! a proxy's HTML error page, a body we cannot read) has its own variant, so
 //! the page never branches on message text.
 //!
@@ -11,12 +11,12 @@
 //! them to the backend in development, the backend serves the page itself in
 //! production and in the browser tests.
 
+use api_types::api::{CreateOrder, DemoShop, Order, PayAccepted, PayRequest, RequestToken};
+use api_types::{ErrorBody, ErrorCode};
 use gloo_net::http::{Request, RequestBuilder};
 use gloo_timers::callback::Timeout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shared::api::{CreateOrder, DemoShop, Order, PayAccepted, PayRequest, RequestToken};
-use shared::{ErrorBody, ErrorCode};
 
 /// How long a read (`GET`) may take before it counts as a network failure.
 const READ_TIMEOUT_MS: u32 = 10_000;

@@ -17,8 +17,8 @@
 //! [`PayFlow::view`] says what the page shows for a state.
 
 use crate::api::ApiError;
-use shared::api::{Account, Order, PayAccepted, RequestToken};
-use shared::{ErrorCode, OrderStatus, format_minor};
+use api_types::api::{Account, Order, PayAccepted, RequestToken};
+use api_types::{ErrorCode, OrderStatus, format_minor};
 use uuid::Uuid;
 
 /// Waits before each automatic re-send of a pay request that got no answer.
@@ -556,7 +556,7 @@ pub fn format_timestamp(rfc3339: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{Currency, ErrorBody};
+    use api_types::{Currency, ErrorBody};
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 

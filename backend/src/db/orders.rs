@@ -1,7 +1,7 @@
-//! `orders` and their conditional state changes (the SQL mirror of `shared::OrderStatus`).
+//! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
 use super::rfc3339;
-use shared::{Currency, OrderStatus};
+use api_types::{Currency, OrderStatus};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -34,8 +34,8 @@ impl OrderRow {
     }
 
     /// The wire form.
-    pub fn to_dto(&self) -> anyhow::Result<shared::api::Order> {
-        Ok(shared::api::Order {
+    pub fn to_dto(&self) -> anyhow::Result<api_types::api::Order> {
+        Ok(api_types::api::Order {
             order_no: self.order_no.clone(),
             account_id: self.account_id,
             amount_cents: self.amount_cents,

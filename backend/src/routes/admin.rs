@@ -4,13 +4,13 @@ use crate::db::{self, accounts, callbacks};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::state::AppState;
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use shared::api::{
+use api_types::api::{
     Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
     LedgerEntry, ProcessedCallback,
 };
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use uuid::Uuid;
 
 /// Refuses the request unless it carries `Authorization: Bearer <ADMIN_TOKEN>`.

@@ -8,13 +8,13 @@ use crate::charge::{self, VerifiedCallback};
 use crate::db::callbacks::{self as log, Delivery};
 use crate::error::ApiError;
 use crate::state::AppState;
+use api_types::api::{CallbackAck, CallbackEvent};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use sha2::{Digest, Sha256};
-use shared::api::{CallbackAck, CallbackEvent};
 
 /// The largest callback body we read.
 pub const MAX_CALLBACK_BYTES: usize = 64 * 1024;

@@ -3,9 +3,9 @@
 use crate::db::{accounts, orders};
 use crate::error::ApiError;
 use crate::state::AppState;
+use api_types::api::{Account, DemoShop};
 use axum::Json;
 use axum::extract::State;
-use shared::api::{Account, DemoShop};
 use uuid::Uuid;
 
 /// The demo account's fixed id, so restarts find the same account.

@@ -1,10 +1,10 @@
 //! `GET /healthz`: is each part we depend on answering?
 
 use crate::state::AppState;
+use api_types::api::Health;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use shared::api::Health;
 use std::time::Duration;
 
 /// 200 when PostgreSQL and Redis both answer; 503 naming the part that is down.

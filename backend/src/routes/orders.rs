@@ -5,11 +5,11 @@ use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::state::AppState;
 use crate::tokens::TokenBinding;
+use api_types::OrderStatus;
+use api_types::api::{CreateOrder, Order, RequestToken};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use shared::OrderStatus;
-use shared::api::{CreateOrder, Order, RequestToken};
 use uuid::Uuid;
 
 /// A new unguessable order number: 122 random bits.

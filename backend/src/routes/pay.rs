@@ -16,12 +16,12 @@ use crate::faults;
 use crate::platform;
 use crate::state::AppState;
 use crate::tokens::TokenBinding;
+use api_types::OrderStatus;
+use api_types::api::{PayAccepted, PayRequest};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use shared::OrderStatus;
-use shared::api::{PayAccepted, PayRequest};
 use uuid::Uuid;
 
 /// Header marking an answer as the replay of an earlier one.

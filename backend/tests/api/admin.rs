@@ -1,9 +1,9 @@
 use crate::helpers::{
     ADMIN_TOKEN, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
 };
+use api_types::api::AccountDetails;
 use reqwest::StatusCode;
 use serde_json::json;
-use shared::api::AccountDetails;
 
 #[tokio::test]
 async fn create_account_returns_201_with_the_account() {
@@ -143,7 +143,7 @@ async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomal
         .expect("sent");
 
     assert_eq!(response.status(), StatusCode::OK);
-    let history: shared::api::CallbackHistory = response.json().await.expect("json");
+    let history: api_types::api::CallbackHistory = response.json().await.expect("json");
     let processed = history.processed.expect("applied once");
     assert_eq!(processed.outcome, "CHARGED");
     assert_eq!(processed.order_no, order.order_no);
@@ -170,7 +170,7 @@ async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomal
         .send()
         .await
         .expect("sent");
-    let listed: Vec<shared::api::Anomaly> = listed.json().await.expect("json");
+    let listed: Vec<api_types::api::Anomaly> = listed.json().await.expect("json");
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].callback_id, id);
 }

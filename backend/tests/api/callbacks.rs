@@ -1,10 +1,10 @@
 use crate::helpers::{
     TestApp, callback_body, error_code, new_callback_id, spawn_app, success_body,
 };
+use api_types::OrderStatus;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::Value;
-use shared::OrderStatus;
 
 async fn ack(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();

@@ -3,13 +3,13 @@
 //! snapshots that prove an error changed nothing. Tests that stop or flush
 //! Redis own one: [`testkit::OwnedRedis`].
 
+use api_types::api::{Account, Order, RequestToken};
 use backend::config::Config;
 use backend::invariants;
 use backend::startup::Application;
 use backend::webhook::WebhookKey;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
-use shared::api::{Account, Order, RequestToken};
 use sqlx::PgPool;
 use std::sync::Once;
 use std::time::Duration;

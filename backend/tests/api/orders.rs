@@ -1,7 +1,7 @@
 use crate::helpers::{error_code, spawn_app};
+use api_types::OrderStatus;
 use reqwest::StatusCode;
 use serde_json::json;
-use shared::OrderStatus;
 
 #[tokio::test]
 async fn create_order_returns_201_with_a_pending_unguessable_order() {

@@ -1,8 +1,8 @@
 use crate::helpers::{error_code, new_callback_id, spawn_app, spawn_app_with, success_body};
+use api_types::OrderStatus;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shared::OrderStatus;
 use std::time::Duration;
 use uuid::Uuid;
 

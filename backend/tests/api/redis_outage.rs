@@ -1,8 +1,8 @@
 //! Redis is a helper, never the guarantee: with it down or emptied, nothing is charged twice.
 
 use crate::helpers::{error_code, new_callback_id, spawn_app_with, success_body};
+use api_types::OrderStatus;
 use reqwest::StatusCode;
-use shared::OrderStatus;
 use testkit::OwnedRedis;
 
 #[tokio::test]

@@ -2,10 +2,10 @@
 //! platform misbehaving the way real ones do.
 
 use crate::helpers::{TestApp, spawn_app_with};
+use api_types::OrderStatus;
 use backend::webhook::WebhookKey;
 use platform_sim::{Chaos, Redeliver, Schedule, SimConfig, Simulator};
 use reqwest::StatusCode;
-use shared::OrderStatus;
 use std::time::Duration;
 
 /// A simulator serving on its own port, signing with `secret`.

@@ -1,6 +1,6 @@
 use crate::helpers::{error_code, new_callback_id, spawn_app, success_body};
+use api_types::api::RequestToken;
 use reqwest::StatusCode;
-use shared::api::RequestToken;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 

@@ -1,7 +1,7 @@
 //! An order status as a coloured badge.
 
+use api_types::OrderStatus;
 use leptos::prelude::*;
-use shared::OrderStatus;
 
 /// Shows `PENDING`, `PAID` or `FAILED`, colour-coded; the text carries the
 /// meaning, the colour only repeats it. `data-status` holds the wire spelling

@@ -7,10 +7,10 @@
 use crate::api;
 use crate::components::{NoticeBox, StatusBadge};
 use crate::flow::{Effect, Event, Outcome, PayFlow, balance_text};
+use api_types::api::{Account, PayRequest};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use shared::api::{Account, PayRequest};
 use std::sync::Arc;
 
 /// Runs the flow's effects and feeds their outcomes back in.

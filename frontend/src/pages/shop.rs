@@ -6,9 +6,9 @@
 use crate::api::{self, ApiError};
 use crate::components::StatusBadge;
 use crate::route::Route;
+use api_types::api::{CreateOrder, DemoShop, Order};
+use api_types::{ErrorCode, format_minor};
 use leptos::prelude::*;
-use shared::api::{CreateOrder, DemoShop, Order};
-use shared::{ErrorCode, format_minor};
 
 /// What the demo sells: one product, priced in the account's currency.
 const PRODUCT_NAME: &str = "Coffee beans, 1 kg";

@@ -1,0 +1,634 @@
+//! Test support: the real backend in-process on a random port (fresh database,
+//! real Redis with a per-test key prefix) serving the built `dist/`, a headless
+//! Chromium driven through its own chromedriver, and read-only database probes
+//! that say what really happened.
+//!
+//! Browser tests run one at a time (see [`BROWSER_SLOT`]): two cores do not run
+//! several Chromiums and backends at once without making timings flaky.
+
+use api_types::api::{CreateOrder, DemoShop, Order};
+use backend::config::Config;
+use backend::startup::Application;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use std::future::Future;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, MutexGuard};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// One browser test at a time.
+static BROWSER_SLOT: Mutex<()> = Mutex::const_new(());
+static TRACING: Once = Once::new();
+
+/// How long to wait for the page to reach an expected state.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn postgres_base() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+fn shared_redis_url() -> String {
+    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+pub use testkit::workspace_root;
+
+/// The built page; every test needs it.
+fn dist_dir() -> PathBuf {
+    let dist = workspace_root().join("dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "{} has no index.html: build the payment page first with scripts/build-frontend.sh",
+        dist.display()
+    );
+    dist
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free local port")
+}
+
+/// Waits until something accepts TCP connections on `port`.
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not listen on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child process in its own process group; the whole group is killed on drop
+/// (chromedriver's Chromium processes included).
+struct GroupChild(Child);
+
+impl GroupChild {
+    fn spawn(command: &mut Command) -> std::io::Result<Self> {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0).spawn().map(Self)
+    }
+
+    fn kill(&mut self) {
+        // Negative pid: the process group this child leads.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `redis-server` owned by one test, so the test can stop and restart it.
+pub struct OwnRedis {
+    /// Its port.
+    pub port: u16,
+    child: Option<GroupChild>,
+}
+
+impl OwnRedis {
+    /// Starts an empty, non-persistent Redis on a free port.
+    pub fn start() -> Self {
+        let mut redis = Self {
+            port: free_port(),
+            child: None,
+        };
+        redis.restart();
+        redis
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it; its port stops answering.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill();
+        }
+    }
+
+    /// Starts it again, empty, on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        let child = GroupChild::spawn(
+            Command::new("redis-server")
+                .args(["--port", &self.port.to_string()])
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .expect("redis-server starts (apt-get install redis-server)");
+        self.child = Some(child);
+        wait_for_port(self.port, "redis-server");
+    }
+}
+
+/// Headless Chromium behind its own chromedriver, with a fresh profile.
+pub struct Browser {
+    /// The WebDriver session.
+    pub client: Client,
+    driver: GroupChild,
+    profile: PathBuf,
+}
+
+impl Browser {
+    async fn start() -> Self {
+        let chromedriver =
+            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let chromium = std::env::var("CHROME_BIN").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let port = free_port();
+        let driver = GroupChild::spawn(
+            Command::new(&chromedriver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .unwrap_or_else(|err| {
+            panic!("cannot start {chromedriver} ({err}): run scripts/install-frontend-tools.sh")
+        });
+        wait_for_port(port, "chromedriver");
+
+        // A reused profile can serve a stale .wasm: every session gets a new one.
+        let profile = std::env::temp_dir().join(format!("e2e-chromium-{}", Uuid::new_v4()));
+        let capabilities = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": [
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            },
+        });
+        let Value::Object(capabilities) = capabilities else {
+            unreachable!("a JSON object literal")
+        };
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("chromedriver opens a Chromium session");
+        Self {
+            client,
+            driver,
+            profile,
+        }
+    }
+
+    async fn close(self) {
+        let Self {
+            client,
+            mut driver,
+            profile,
+        } = self;
+        let _ = client.close().await;
+        driver.kill();
+        let _ = std::fs::remove_dir_all(profile);
+    }
+}
+
+/// chromedriver's `POST /session/{id}/chromium/network_conditions`.
+#[derive(Debug)]
+struct NetworkConditions {
+    offline: bool,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for NetworkConditions {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/chromium/network_conditions",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({
+            "network_conditions": {
+                "offline": self.offline,
+                "latency": 0,
+                "download_throughput": -1,
+                "upload_throughput": -1,
+            }
+        });
+        (http::Method::POST, Some(body.to_string()))
+    }
+}
+
+/// How a test wants its backend.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Request token lifetime.
+    pub token_ttl_secs: u64,
+    /// Delay of the sandbox platform's callback.
+    pub callback_delay_ms: u64,
+    /// Redis to use; the shared one when `None`.
+    pub redis_url: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            token_ttl_secs: 900,
+            callback_delay_ms: 300,
+            redis_url: None,
+        }
+    }
+}
+
+/// A running backend serving the page, a browser, and the test's database.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub address: String,
+    /// The test's own database (read-only use: probes).
+    pub db: PgPool,
+    /// For API calls that set the scene.
+    pub http: reqwest::Client,
+    /// The browser.
+    pub browser: Option<Browser>,
+    /// The demo account every order charges.
+    pub account_id: Uuid,
+    database_name: String,
+    server: JoinHandle<std::io::Result<()>>,
+    _slot: MutexGuard<'static, ()>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Starts everything with the default options.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Options::default()).await
+}
+
+/// Starts the backend (demo mode, serving `dist/`) and a browser.
+pub async fn spawn_app_with(options: Options) -> TestApp {
+    let slot = BROWSER_SLOT.lock().await;
+    TRACING.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok() {
+            backend::telemetry::init();
+        }
+    });
+    let static_dir = dist_dir();
+    let id = Uuid::new_v4().simple().to_string();
+    let database_name = format!("e2e_{id}");
+    let database_url = format!("{}/{database_name}", postgres_base());
+    let config = Config {
+        database_url: database_url.clone(),
+        redis_url: options.redis_url.unwrap_or_else(shared_redis_url),
+        redis_key_prefix: format!("e2e:{id}:"),
+        bind_addr: "127.0.0.1:0".parse().expect("valid address"),
+        token_ttl_secs: options.token_ttl_secs,
+        static_dir: Some(static_dir),
+        demo: true,
+        sandbox_callback_delay_ms: options.callback_delay_ms,
+        ..Config::default()
+    };
+    let app = Application::build(config)
+        .await
+        .expect("the backend starts (PostgreSQL on 127.0.0.1:5432?)");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let server = tokio::spawn(app.run_until_stopped());
+    let db = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&database_url)
+        .await
+        .expect("the test database accepts connections");
+    let http = reqwest::Client::new();
+    let shop: DemoShop = http
+        .get(format!("{address}/api/demo"))
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .expect("GET /api/demo answers")
+        .json()
+        .await
+        .expect("GET /api/demo is a DemoShop");
+    let browser = Browser::start().await;
+    TestApp {
+        address,
+        db,
+        http,
+        browser: Some(browser),
+        account_id: shop.account.account_id,
+        database_name,
+        server,
+        _slot: slot,
+    }
+}
+
+impl TestApp {
+    /// The WebDriver session.
+    pub fn client(&self) -> &Client {
+        &self.browser.as_ref().expect("the browser is open").client
+    }
+
+    /// Closes the browser, stops the backend and drops the database. Call at
+    /// the end of a passing test; a failing one leaves the database to look at.
+    pub async fn finish(mut self) {
+        if let Some(browser) = self.browser.take() {
+            browser.close().await;
+        }
+        self.server.abort();
+        self.db.close().await;
+        let admin = format!("{}/postgres", postgres_base());
+        if let Ok(pool) = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&admin)
+            .await
+        {
+            let drop = format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.database_name
+            );
+            let _ = sqlx::query(&drop).execute(&pool).await;
+            pool.close().await;
+        }
+    }
+
+    // ---- scene setting through the API ----
+
+    /// Creates a PENDING order on the demo account.
+    pub async fn create_order(&self, amount_cents: i64) -> Order {
+        let body = CreateOrder {
+            account_id: self.account_id,
+            amount_cents,
+            currency: "EUR".parse().expect("valid currency"),
+        };
+        self.http
+            .post(format!("{}/api/orders", self.address))
+            .json(&body)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .expect("POST /api/orders answers 201")
+            .json()
+            .await
+            .expect("an Order")
+    }
+
+    // ---- the browser ----
+
+    /// Opens a path of the app.
+    pub async fn goto(&self, path: &str) {
+        self.client()
+            .goto(&format!("{}{path}", self.address))
+            .await
+            .expect("the page loads");
+    }
+
+    /// Opens the payment page of `order_no` and waits until "Pay now" can be pressed.
+    pub async fn open_pay_page(&self, order_no: &str) {
+        self.goto(&format!("/pay/{order_no}")).await;
+        self.wait_for_pay_button().await;
+    }
+
+    /// Waits until "Pay now" is shown and enabled.
+    pub async fn wait_for_pay_button(&self) {
+        self.eventually("an enabled Pay now button", || async {
+            let button = self.client().find(Locator::Id("pay-button")).await.ok()?;
+            button.is_enabled().await.ok()?.then_some(())
+        })
+        .await;
+    }
+
+    /// Presses a button (or anything clickable) by element id.
+    pub async fn click(&self, id: &str) {
+        self.client()
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|err| panic!("#{id} is on the page: {err}"))
+            .click()
+            .await
+            .unwrap_or_else(|err| panic!("#{id} can be clicked: {err}"));
+    }
+
+    /// Waits until `#status` says `status` (`PENDING`, `PAID`, `FAILED`).
+    pub async fn wait_for_status(&self, status: &str) {
+        self.eventually(&format!("#status to say {status}"), || async {
+            (self.attr("status", "data-status").await.as_deref() == Some(status)).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until the live region `#message` holds the notice with this code.
+    pub async fn wait_for_notice(&self, code: &str) {
+        self.eventually(&format!("the {code} notice"), || async {
+            (self.attr("message", "data-notice").await.as_deref() == Some(code)).then_some(())
+        })
+        .await;
+    }
+
+    /// The text of the element with this id, when present.
+    pub async fn text(&self, id: &str) -> Option<String> {
+        let element = self.client().find(Locator::Id(id)).await.ok()?;
+        element.text().await.ok()
+    }
+
+    /// An attribute of the element with this id, when both exist.
+    pub async fn attr(&self, id: &str, name: &str) -> Option<String> {
+        let element = self.client().find(Locator::Id(id)).await.ok()?;
+        element.attr(name).await.ok().flatten()
+    }
+
+    /// Whether an element with this id is on the page.
+    pub async fn is_present(&self, id: &str) -> bool {
+        self.client().find(Locator::Id(id)).await.is_ok()
+    }
+
+    /// Runs JavaScript in the page and returns its value.
+    pub async fn js(&self, script: &str) -> Value {
+        self.client()
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|err| panic!("script failed: {err}\n{script}"))
+    }
+
+    /// Cuts the page off the network (Chromium's network emulation), or restores it.
+    pub async fn set_offline(&self, offline: bool) {
+        self.client()
+            .issue_cmd(NetworkConditions { offline })
+            .await
+            .expect("chromedriver emulates network conditions");
+    }
+
+    /// How many `POST .../pay` requests this page load sent (Resource Timing).
+    pub async fn pay_requests_sent(&self) -> u64 {
+        self.js("return performance.getEntriesByType('resource')
+                .filter(e => new URL(e.name).pathname.endsWith('/pay')).length;")
+            .await
+            .as_u64()
+            .expect("a count")
+    }
+
+    /// Saves a PNG of the page under `target/screenshots/{name}.png`.
+    pub async fn screenshot(&self, name: &str) {
+        let png = self.client().screenshot().await.expect("a screenshot");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace_root().join("target"));
+        let dir = target.join("screenshots");
+        std::fs::create_dir_all(&dir).expect("target/screenshots can be created");
+        std::fs::write(dir.join(format!("{name}.png")), png).expect("the screenshot is saved");
+    }
+
+    /// What the page shows, for failure messages.
+    pub async fn describe_page(&self) -> String {
+        let url = self
+            .client()
+            .current_url()
+            .await
+            .map(|u| u.to_string())
+            .unwrap_or_default();
+        format!(
+            "url={url} status={:?} message={:?} progress={:?} pay-button={} retry-button={}",
+            self.attr("status", "data-status").await,
+            self.text("message").await,
+            self.text("progress").await,
+            self.is_present("pay-button").await,
+            self.is_present("retry-button").await,
+        )
+    }
+
+    /// Polls `check` every 50 ms until it answers `Some`, or fails the test
+    /// after [`PAGE_TIMEOUT`] with what the page showed.
+    pub async fn eventually<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + PAGE_TIMEOUT;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what}; {}",
+                    self.describe_page().await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    // ---- what the database says ----
+
+    /// Request tokens handed out for the order.
+    pub async fn tokens_issued(&self, order_no: &str) -> i64 {
+        self.count(
+            "SELECT count(*) FROM request_tokens_issued WHERE order_no = $1",
+            order_no,
+        )
+        .await
+    }
+
+    /// Payment attempts made for the order.
+    pub async fn attempts(&self, order_no: &str) -> i64 {
+        self.count(
+            "SELECT count(*) FROM payment_attempts WHERE order_no = $1",
+            order_no,
+        )
+        .await
+    }
+
+    /// Ledger charges written for the order.
+    pub async fn charges(&self, order_no: &str) -> i64 {
+        self.count(
+            "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+            order_no,
+        )
+        .await
+    }
+
+    /// The order's status in the database.
+    pub async fn db_status(&self, order_no: &str) -> String {
+        sqlx::query_scalar("SELECT status FROM orders WHERE order_no = $1")
+            .bind(order_no)
+            .fetch_one(&self.db)
+            .await
+            .expect("the order exists")
+    }
+
+    /// The demo account's `(opening, current)` balance.
+    pub async fn balances(&self) -> (i64, i64) {
+        sqlx::query_as(
+            "SELECT opening_balance_cents, balance_cents FROM accounts WHERE account_id = $1",
+        )
+        .bind(self.account_id)
+        .fetch_one(&self.db)
+        .await
+        .expect("the demo account exists")
+    }
+
+    /// Fails unless the order was charged exactly once, by one attempt, and the
+    /// balance went down by exactly its amount.
+    pub async fn assert_charged_once(&self, order: &Order) {
+        let no = &order.order_no;
+        assert_eq!(self.attempts(no).await, 1, "payment attempts of {no}");
+        assert_eq!(self.charges(no).await, 1, "ledger charges of {no}");
+        assert_eq!(self.db_status(no).await, "PAID");
+        let (opening, current) = self.balances().await;
+        assert_eq!(
+            current,
+            opening - order.amount_cents,
+            "balance after one charge"
+        );
+    }
+
+    /// Fails unless nothing at all was charged.
+    pub async fn assert_nothing_charged(&self, order: &Order) {
+        let no = &order.order_no;
+        assert_eq!(self.attempts(no).await, 0, "payment attempts of {no}");
+        assert_eq!(self.charges(no).await, 0, "ledger charges of {no}");
+        assert_eq!(self.db_status(no).await, "PENDING");
+        let (opening, current) = self.balances().await;
+        assert_eq!(current, opening, "balance untouched");
+    }
+
+    async fn count(&self, sql: &str, order_no: &str) -> i64 {
+        sqlx::query_scalar(sql)
+            .bind(order_no)
+            .fetch_one(&self.db)
+            .await
+            .expect("the probe query runs")
+    }
+}

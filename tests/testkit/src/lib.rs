@@ -1,0 +1,432 @@
+//! Real processes owned by one test or one load run: the backend binary,
+//! a `redis-server`, a PostgreSQL cluster. Each on its own free port, so a test
+//! may kill, pause, flush or restart it without disturbing anything else.
+
+use anyhow::{Context, bail};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A free TCP port on 127.0.0.1 (free when asked; bind it soon).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// The workspace root (where `Cargo.lock`, `dist/` and `docs/` are).
+pub fn workspace_root() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// The workspace's `target/` directory.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The backend binary: `BACKEND_BIN`, else `target/debug/backend`, built if missing.
+pub fn backend_binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("BACKEND_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let path = target_dir().join("debug/backend");
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "backend", "--bin", "backend"])
+            .status()
+            .context("cannot run cargo build -p backend")?;
+        if !status.success() {
+            bail!("cargo build -p backend failed");
+        }
+    }
+    Ok(path)
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .status();
+}
+
+/// The backend as a child process, restartable on the same port and settings.
+pub struct BackendProcess {
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    port: u16,
+    log: PathBuf,
+    child: Option<Child>,
+    /// How many times it was (re)started.
+    pub starts: u32,
+}
+
+impl BackendProcess {
+    /// Starts `binary` on a free port with these environment variables (plus
+    /// `BIND_ADDR`) and waits until it answers HTTP. Output goes to `log`.
+    pub async fn start(
+        binary: &Path,
+        env: Vec<(String, String)>,
+        log: PathBuf,
+    ) -> anyhow::Result<Self> {
+        let mut backend = Self {
+            binary: binary.to_owned(),
+            env,
+            port: free_port()?,
+            log,
+            child: None,
+            starts: 0,
+        };
+        backend.spawn().await?;
+        Ok(backend)
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Sets an environment variable for the next (re)start.
+    pub fn set_env(&mut self, key: &str, value: String) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value));
+    }
+
+    /// The value of an environment variable it is started with.
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        if let Some(dir) = self.log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let out = File::options().create(true).append(true).open(&self.log)?;
+        let child = Command::new(&self.binary)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("BIND_ADDR", format!("127.0.0.1:{}", self.port))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.binary.display()))?;
+        self.child = Some(child);
+        self.starts += 1;
+        self.wait_until_answering(Duration::from_secs(60)).await
+    }
+
+    async fn wait_until_answering(&mut self, limit: Duration) -> anyhow::Result<()> {
+        let http = reqwest::Client::new();
+        let started = tokio::time::Instant::now();
+        while started.elapsed() < limit {
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                bail!(
+                    "backend exited during start ({status}); see {}",
+                    self.log.display()
+                );
+            }
+            if http
+                .get(format!("{}/healthz", self.url()))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!(
+            "backend did not answer within {limit:?}; see {}",
+            self.log.display()
+        )
+    }
+
+    /// `kill -9`: no shutdown, no answers for requests in flight.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait: a graceful stop.
+    pub fn terminate(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), "TERM");
+            let _ = child.wait();
+        }
+    }
+
+    /// Graceful stop, then start again on the same port.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.terminate();
+        self.spawn().await
+    }
+
+    /// Freezes the process (SIGSTOP): connections stay open, nothing is answered.
+    pub fn pause(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, "STOP");
+        }
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn resume(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, "CONT");
+        }
+    }
+
+    /// True once the process has exited (e.g. a crash point aborted it).
+    pub fn has_exited(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
+    /// Starts it again if it died; returns whether it had to.
+    pub async fn revive(&mut self) -> anyhow::Result<bool> {
+        if self.has_exited() {
+            self.child = None;
+            self.spawn().await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+impl Drop for BackendProcess {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, "CONT");
+        }
+        self.kill9();
+    }
+}
+
+/// A `redis-server` of our own.
+pub struct OwnedRedis {
+    /// Its port.
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl OwnedRedis {
+    /// Starts one on a free port and waits until it answers.
+    pub async fn start() -> anyhow::Result<Self> {
+        let mut redis = Self {
+            port: free_port()?,
+            child: None,
+        };
+        redis.resume().await?;
+        Ok(redis)
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts it (again) on its port, empty.
+    pub async fn resume(&mut self) -> anyhow::Result<()> {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start redis-server")?;
+        self.child = Some(child);
+        for _ in 0..100 {
+            if self.command("PING").await.is_ok() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("redis-server on port {} did not answer", self.port)
+    }
+
+    /// Kills it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `FLUSHALL`: Redis lost its data.
+    pub async fn flush(&self) -> anyhow::Result<()> {
+        self.command("FLUSHALL").await
+    }
+
+    async fn command(&self, name: &str) -> anyhow::Result<()> {
+        let client = redis::Client::open(self.url())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let _: redis::Value = redis::cmd(name).query_async(&mut conn).await?;
+        Ok(())
+    }
+}
+
+impl Drop for OwnedRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The newest PostgreSQL server binaries directory (`/usr/lib/postgresql/<v>/bin`).
+pub fn postgres_bin_dir() -> anyhow::Result<PathBuf> {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .context("PostgreSQL server binaries not found under /usr/lib/postgresql")?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("bin"))
+        .filter(|path| path.join("initdb").exists())
+        .max()
+        .context("no initdb found under /usr/lib/postgresql")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// A fresh, empty directory under the temp dir for a PostgreSQL cluster, owned
+/// by the postgres user when we are root (initdb refuses to run as root).
+pub fn postgres_data_dir(prefix: &str) -> anyhow::Result<PathBuf> {
+    let data = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&data)?;
+    if is_root() {
+        let status = Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(&data)
+            .status()?;
+        if !status.success() {
+            bail!("cannot hand {} to the postgres user", data.display());
+        }
+    }
+    Ok(data)
+}
+
+/// Runs `args[0]` from the PostgreSQL binaries in `bin` with `args[1..]`, as the
+/// postgres user when we are root; fails with the tool's stderr.
+pub fn run_postgres_tool(bin: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let program = bin.join(args[0]);
+    let mut cmd = if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(&program);
+        cmd
+    } else {
+        Command::new(&program)
+    };
+    cmd.args(&args[1..]);
+    let output = cmd
+        .output()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} {:?} failed: {}",
+            program.display(),
+            &args[1..],
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// A PostgreSQL cluster of our own (initdb in a temporary directory, fsync off).
+pub struct OwnedPostgres {
+    /// Its port.
+    pub port: u16,
+    data: PathBuf,
+    bin: PathBuf,
+}
+
+impl OwnedPostgres {
+    /// Initialises and starts a cluster on a free port.
+    pub fn start() -> anyhow::Result<Self> {
+        let pg = Self {
+            port: free_port()?,
+            data: postgres_data_dir("checkout-pg")?,
+            bin: postgres_bin_dir()?,
+        };
+        pg.pg(&[
+            "initdb",
+            "-D",
+            &pg.data_str(),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-N",
+        ])?;
+        pg.pg_ctl("start")?;
+        Ok(pg)
+    }
+
+    fn data_str(&self) -> String {
+        self.data.display().to_string()
+    }
+
+    fn pg(&self, args: &[&str]) -> anyhow::Result<()> {
+        run_postgres_tool(&self.bin, args)
+    }
+
+    fn pg_ctl(&self, action: &str) -> anyhow::Result<()> {
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off -c max_connections=200",
+            self.port,
+            self.data_str()
+        );
+        let log = self.data.join("server.log").display().to_string();
+        let data = self.data_str();
+        let mut args = vec![
+            "pg_ctl", action, "-D", &data, "-w", "-l", &log, "-o", &options,
+        ];
+        if action != "start" {
+            args.extend(["-m", "fast"]);
+        }
+        self.pg(&args)
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/<database>`.
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Stops the server (fast shutdown: connections are cut).
+    pub fn stop(&self) -> anyhow::Result<()> {
+        self.pg(&["pg_ctl", "stop", "-D", &self.data_str(), "-w", "-m", "fast"])
+    }
+
+    /// Starts it again.
+    pub fn resume(&self) -> anyhow::Result<()> {
+        self.pg_ctl("start")
+    }
+
+    /// `pg_ctl restart`.
+    pub fn restart(&self) -> anyhow::Result<()> {
+        self.pg_ctl("restart")
+    }
+}
+
+impl Drop for OwnedPostgres {
+    fn drop(&mut self) {
+        let _ = self.pg(&["pg_ctl", "stop", "-D", &self.data_str(), "-m", "immediate"]);
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}

@@ -1,0 +1,410 @@
+//! The retrying sender: signs each callback afresh, posts it, retries on the
+//! schedule, applies the chaos knobs, and logs every attempt.
+//!
+//! Delivery is at least once: an attempt counts as delivered only when it is
+//! answered 2xx; any other status, a timeout or a connection error is retried
+//! after the next wait of the schedule, until the schedule runs out.
+
+use crate::chaos::{Chaos, Redeliver};
+use crate::config::{ConfigError, SimConfig};
+use crate::lock;
+use crate::payment::{CallbackRecord, StoredPayment};
+use crate::schedule::scale;
+use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
+use standardwebhooks::Webhook;
+use standardwebhooks::{HEADER_WEBHOOK_ID, HEADER_WEBHOOK_SIGNATURE, HEADER_WEBHOOK_TIMESTAMP};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+/// How many attempts the log keeps; older ones are forgotten so a long storm cannot exhaust memory.
+const MAX_LOGGED_ATTEMPTS: usize = 100_000;
+
+/// How one HTTP attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// The receiver answered with this status.
+    Answered(u16),
+    /// No answer: timeout, connection refused, or the like.
+    NoAnswer(String),
+}
+
+impl AttemptOutcome {
+    /// True for a 2xx answer: the only outcome that stops the retries.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Self::Answered(status) if (200..300).contains(status))
+    }
+
+    /// The answered status, if there was an answer.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Answered(status) => Some(*status),
+            Self::NoAnswer(_) => None,
+        }
+    }
+}
+
+/// One HTTP request that carried a callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    /// The callback's id (`webhook-id`).
+    pub callback_id: String,
+    /// The payment it reports on.
+    pub payment_id: String,
+    /// `payment.succeeded` or `payment.failed`.
+    pub kind: CallbackType,
+    /// Which path carried it: `0..concurrent_copies` are the simultaneous copies,
+    /// `concurrent_copies` is the delayed second path.
+    pub path: u32,
+    /// 1 for the first try on this path, counting retries and redeliveries.
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// When the answer (or the failure) came.
+    pub at: OffsetDateTime,
+}
+
+/// Every callback created and every attempt made, shared by all of a simulator's deliveries.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryLog {
+    inner: Arc<Mutex<LogBook>>,
+}
+
+#[derive(Debug, Default)]
+struct LogBook {
+    callbacks: HashMap<String, CallbackRecord>,
+    /// Payment id -> its callback ids in creation order.
+    by_payment: HashMap<String, Vec<String>>,
+    attempts: VecDeque<DeliveryAttempt>,
+}
+
+impl DeliveryLog {
+    /// Every attempt so far (up to the last 100 000), oldest first.
+    pub fn attempts(&self) -> Vec<DeliveryAttempt> {
+        lock(&self.inner).attempts.iter().cloned().collect()
+    }
+
+    /// The callbacks about a payment, in creation order, with their delivery summary.
+    pub fn callbacks(&self, payment_id: &str) -> Vec<CallbackRecord> {
+        let book = lock(&self.inner);
+        book.by_payment
+            .get(payment_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| book.callbacks.get(id).cloned())
+            .collect()
+    }
+
+    fn register(&self, callback: &Callback) {
+        let mut book = lock(&self.inner);
+        book.callbacks.insert(
+            callback.id.clone(),
+            CallbackRecord {
+                callback_id: callback.id.clone(),
+                kind: callback.kind,
+                attempts: 0,
+                delivered: false,
+                last_status: None,
+            },
+        );
+        book.by_payment
+            .entry(callback.payment_id.clone())
+            .or_default()
+            .push(callback.id.clone());
+    }
+
+    fn record(&self, attempt: DeliveryAttempt) {
+        let mut book = lock(&self.inner);
+        if let Some(record) = book.callbacks.get_mut(&attempt.callback_id) {
+            record.attempts += 1;
+            record.delivered |= attempt.outcome.is_success();
+            if let Some(status) = attempt.outcome.status() {
+                record.last_status = Some(status);
+            }
+        }
+        if book.attempts.len() == MAX_LOGGED_ATTEMPTS {
+            book.attempts.pop_front();
+        }
+        book.attempts.push_back(attempt);
+    }
+}
+
+/// One callback: an id and a body fixed at creation, re-signed at every attempt.
+#[derive(Debug)]
+struct Callback {
+    id: String,
+    kind: CallbackType,
+    payment_id: String,
+    notify_url: String,
+    body: Vec<u8>,
+}
+
+/// Sends callbacks for one simulator.
+pub(crate) struct Deliverer {
+    http: reqwest::Client,
+    signer: Webhook,
+    retry_delays: Vec<Duration>,
+    time_scale: f64,
+    log: DeliveryLog,
+}
+
+impl Deliverer {
+    /// A sender signing with the configured secret and retrying on the configured schedule.
+    pub fn new(config: &SimConfig, log: DeliveryLog) -> Result<Self, ConfigError> {
+        let signer = Webhook::new(&config.secret).map_err(|_| ConfigError::Secret)?;
+        // `Webhook::new` accepts an empty key, which would sign with nothing.
+        let key = config
+            .secret
+            .strip_prefix("whsec_")
+            .unwrap_or(&config.secret);
+        if key.is_empty() {
+            return Err(ConfigError::Secret);
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|err| ConfigError::HttpClient(err.to_string()))?;
+        Ok(Self {
+            http,
+            signer,
+            retry_delays: config.schedule.retry_delays(),
+            time_scale: config.time_scale,
+            log,
+        })
+    }
+
+    /// Delivers every callback a decided payment produces, in the order the chaos knobs ask:
+    /// the false failure first (reorder), then the real result, then a second success.
+    pub async fn deliver_result(&self, payment: &StoredPayment, kind: CallbackType, chaos: &Chaos) {
+        let succeeded = kind == CallbackType::PaymentSucceeded;
+        let false_failure = (succeeded && chaos.reorder)
+            .then(|| self.new_callback(CallbackType::PaymentFailed, payment))
+            .flatten();
+        let (answered, failure_answered) = oneshot::channel();
+
+        // The false failure keeps retrying on its own; the real result waits only until the
+        // failure's first attempt has ended, so a receiver that refuses the failure forever
+        // cannot hold the success back for a day.
+        let failure_delivery = async {
+            if let Some(callback) = &false_failure {
+                self.deliver(callback, chaos, Some(answered)).await;
+            }
+        };
+        let result_delivery = async {
+            if false_failure.is_some() {
+                // An error only means the failure's path ended before signalling: go on anyway.
+                let _ = failure_answered.await;
+            }
+            if let Some(callback) = self.new_callback(kind, payment) {
+                self.deliver(&callback, chaos, None).await;
+            }
+            if succeeded
+                && chaos.second_success
+                && let Some(callback) = self.new_callback(kind, payment)
+            {
+                self.deliver(&callback, chaos, None).await;
+            }
+        };
+        tokio::join!(failure_delivery, result_delivery);
+    }
+
+    /// A new callback about `payment`, registered in the log so it shows before its first attempt.
+    fn new_callback(&self, kind: CallbackType, payment: &StoredPayment) -> Option<Callback> {
+        let now = OffsetDateTime::now_utc();
+        let event = CallbackEvent {
+            kind,
+            timestamp: EventTimestamp::Text(
+                now.format(&Rfc3339).unwrap_or_else(|_| now.to_string()),
+            ),
+            data: CallbackData {
+                order_no: payment.request.order_no.clone(),
+                amount_cents: payment.request.amount_cents,
+                currency: payment.request.currency,
+                payment_id: payment.payment_id.clone(),
+            },
+        };
+        let body = match serde_json::to_vec(&event) {
+            Ok(body) => body,
+            Err(err) => {
+                tracing::error!(error = %err, payment_id = %payment.payment_id, "cannot serialise a callback");
+                return None;
+            }
+        };
+        let callback = Callback {
+            id: format!("evt_{}", Uuid::new_v4().simple()),
+            kind,
+            payment_id: payment.payment_id.clone(),
+            notify_url: payment.request.notify_url.clone(),
+            body,
+        };
+        self.log.register(&callback);
+        Some(callback)
+    }
+
+    /// Sends one callback over every path the chaos knobs ask for, until each path ends.
+    async fn deliver(
+        &self,
+        callback: &Callback,
+        chaos: &Chaos,
+        mut first_answered: Option<oneshot::Sender<()>>,
+    ) {
+        let copies = chaos.concurrent_copies.max(1);
+        // Only the first copy redelivers after success, so `count` means `count` extra
+        // deliveries per callback, not per copy.
+        let mut paths: Vec<_> = (0..copies)
+            .map(|path| {
+                let (redeliver, signal) = if path == 0 {
+                    (chaos.redeliver_after_success, first_answered.take())
+                } else {
+                    (None, None)
+                };
+                self.path(callback, path, Duration::ZERO, redeliver, signal)
+            })
+            .collect();
+        if let Some(delay) = chaos.second_path_delay {
+            paths.push(self.path(callback, copies, delay, None, None));
+        }
+        // Polled together in this task, so the copies leave at the same instant.
+        futures::future::join_all(paths).await;
+    }
+
+    /// One path: attempts until a 2xx or the schedule runs out, then any redeliveries.
+    async fn path(
+        &self,
+        callback: &Callback,
+        path: u32,
+        start_after: Duration,
+        redeliver: Option<Redeliver>,
+        mut first_answered: Option<oneshot::Sender<()>>,
+    ) {
+        tokio::time::sleep(scale(start_after, self.time_scale)).await;
+        let mut waits = self
+            .retry_delays
+            .iter()
+            .map(|wait| scale(*wait, self.time_scale));
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = self.attempt(callback).await;
+            if let Some(answered) = first_answered.take() {
+                // The receiver of this signal may have stopped waiting; nothing to do then.
+                let _ = answered.send(());
+            }
+            let next_wait = if outcome.is_success() {
+                None
+            } else {
+                waits.next()
+            };
+            self.record(callback, path, attempt, outcome.clone());
+            log_attempt(callback, path, attempt, &outcome, next_wait);
+            if outcome.is_success() {
+                break;
+            }
+            match next_wait {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return,
+            }
+        }
+        let Some(redeliver) = redeliver else { return };
+        for _ in 0..redeliver.count {
+            tokio::time::sleep(scale(redeliver.interval, self.time_scale)).await;
+            attempt += 1;
+            let outcome = self.attempt(callback).await;
+            self.record(callback, path, attempt, outcome.clone());
+            tracing::info!(
+                callback_id = %callback.id,
+                payment_id = %callback.payment_id,
+                kind = callback.kind.as_str(),
+                path,
+                attempt,
+                status = outcome.status(),
+                error = outcome_error(&outcome),
+                "callback redelivered after success (chaos)"
+            );
+        }
+    }
+
+    /// One signed POST. Signed now, so the timestamp is fresh even on the tenth retry.
+    async fn attempt(&self, callback: &Callback) -> AttemptOutcome {
+        let timestamp = OffsetDateTime::now_utc().unix_timestamp();
+        let signature = match self.signer.sign(&callback.id, timestamp, &callback.body) {
+            Ok(signature) => signature,
+            Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
+        };
+        let sent = self
+            .http
+            .post(&callback.notify_url)
+            .header(HEADER_WEBHOOK_ID, &callback.id)
+            .header(HEADER_WEBHOOK_TIMESTAMP, timestamp.to_string())
+            .header(HEADER_WEBHOOK_SIGNATURE, signature)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(callback.body.clone())
+            .send()
+            .await;
+        match sent {
+            Ok(response) => AttemptOutcome::Answered(response.status().as_u16()),
+            Err(err) => AttemptOutcome::NoAnswer(describe(&err)),
+        }
+    }
+
+    fn record(&self, callback: &Callback, path: u32, attempt: u32, outcome: AttemptOutcome) {
+        self.log.record(DeliveryAttempt {
+            callback_id: callback.id.clone(),
+            payment_id: callback.payment_id.clone(),
+            kind: callback.kind,
+            path,
+            attempt,
+            outcome,
+            at: OffsetDateTime::now_utc(),
+        });
+    }
+}
+
+fn log_attempt(
+    callback: &Callback,
+    path: u32,
+    attempt: u32,
+    outcome: &AttemptOutcome,
+    next_wait: Option<Duration>,
+) {
+    let id = &callback.id;
+    let payment_id = &callback.payment_id;
+    let kind = callback.kind.as_str();
+    let status = outcome.status();
+    let error = outcome_error(outcome);
+    if outcome.is_success() {
+        tracing::info!(callback_id = %id, %payment_id, kind, path, attempt, status, "callback delivered");
+    } else if let Some(wait) = next_wait {
+        tracing::warn!(callback_id = %id, %payment_id, kind, path, attempt, status, error,
+            next_retry_in = ?wait, "callback not acknowledged; will retry");
+    } else {
+        tracing::error!(callback_id = %id, %payment_id, kind, path, attempt, status, error,
+            "callback not acknowledged and the schedule is exhausted; giving up");
+    }
+}
+
+fn outcome_error(outcome: &AttemptOutcome) -> Option<&str> {
+    match outcome {
+        AttemptOutcome::NoAnswer(error) => Some(error),
+        AttemptOutcome::Answered(_) => None,
+    }
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause; name it.
+fn describe(err: &reqwest::Error) -> String {
+    if err.is_timeout() {
+        return "timed out".into();
+    }
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,65 @@
+//! The simulator's API errors and their answers.
+//!
+//! Every error answers with the same body as the backend's,
+//! `{"error":{"code":"...","message":"..."}}`, with codes of its own: the
+//! simulator plays a third-party platform, so it does not borrow the
+//! backend's error vocabulary from `api_types`.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// Why a request to the simulator was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// Missing or malformed `Idempotency-Key`, malformed body, or a value out of range.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The `Idempotency-Key` was used before with a different request.
+    #[error("this Idempotency-Key was already used with a different request")]
+    IdempotencyKeyReused,
+    /// No payment has this id.
+    #[error("no payment {0}")]
+    PaymentNotFound(String),
+    /// No route matches.
+    #[error("no such route")]
+    NoRoute,
+}
+
+impl SimError {
+    /// The stable machine-readable code.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "BAD_REQUEST",
+            Self::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            Self::PaymentNotFound(_) => "PAYMENT_NOT_FOUND",
+            Self::NoRoute => "NOT_FOUND",
+        }
+    }
+
+    /// The HTTP status it answers with.
+    pub const fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            // The request is well formed but conflicts with what the key already means (as Stripe answers).
+            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::PaymentNotFound(_) | Self::NoRoute => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+impl IntoResponse for SimError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code(), "message": self.to_string()}});
+        (self.status(), Json(body)).into_response()
+    }
+}
+
+impl From<JsonRejection> for SimError {
+    /// Every unreadable body, whatever axum's reason, is the client's mistake: 400.
+    fn from(rejection: JsonRejection) -> Self {
+        Self::BadRequest(rejection.body_text())
+    }
+}

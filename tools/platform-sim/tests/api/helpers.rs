@@ -1,0 +1,341 @@
+//! Test support: the simulator on a random port, a receiver on another that
+//! checks every signature and can refuse or stall, and typed request helpers.
+
+use api_types::api::CallbackEvent;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use platform_sim::{Payment, PaymentCreated, Schedule, SimConfig, Simulator, generate_secret};
+use reqwest::Response;
+use serde_json::{Value, json};
+use standardwebhooks::Webhook;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// How long a test waits for something that should happen in well under a second.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+static TRACING: Once = Once::new();
+
+/// The suite's defaults: retries every 50 ms (1 s scaled by 0.05), a 5 ms processing delay.
+pub fn test_config() -> SimConfig {
+    SimConfig {
+        secret: generate_secret(),
+        schedule: Schedule::Fixed {
+            interval: Duration::from_secs(1),
+            count: 10,
+        },
+        time_scale: 0.05,
+        processing_delay: Duration::from_millis(100),
+        request_timeout: Duration::from_secs(2),
+        ..SimConfig::default()
+    }
+}
+
+/// A simulator served on a random port.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub address: String,
+    /// The simulator behind it, for in-process checks.
+    pub simulator: Simulator,
+    /// The secret it signs with.
+    pub secret: String,
+    /// Client for requests.
+    pub http: reqwest::Client,
+    server: JoinHandle<()>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Starts a simulator with the suite's defaults after `adjust` changed them.
+pub async fn spawn_app(adjust: impl FnOnce(&mut SimConfig)) -> TestApp {
+    TRACING.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("platform_sim=info"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+    let mut config = test_config();
+    adjust(&mut config);
+    let secret = config.secret.clone();
+    let simulator = Simulator::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a random port");
+    let address = format!("http://{}", listener.local_addr().expect("local address"));
+    let router = simulator.router();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .await
+            .expect("simulator serves");
+    });
+    TestApp {
+        address,
+        simulator,
+        secret,
+        http: reqwest::Client::new(),
+        server,
+    }
+}
+
+/// A `POST /v1/payments` body.
+pub fn payment_body(order_no: &str, amount_cents: i64, notify_url: &str) -> Value {
+    json!({
+        "order_no": order_no,
+        "amount_cents": amount_cents,
+        "currency": "EUR",
+        "notify_url": notify_url,
+    })
+}
+
+impl TestApp {
+    /// `POST /v1/payments`, with the idempotency key when given.
+    pub async fn post_payment(&self, key: Option<&str>, body: &Value) -> Response {
+        let mut request = self
+            .http
+            .post(format!("{}/v1/payments", self.address))
+            .json(body);
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        request.send().await.expect("simulator answers")
+    }
+
+    /// Creates a payment that must be new, notifying `notify_url`.
+    pub async fn pay(&self, amount_cents: i64, notify_url: &str) -> PaymentCreated {
+        let key = uuid::Uuid::new_v4().to_string();
+        let order_no = format!("ord_{}", uuid::Uuid::new_v4().simple());
+        let response = self
+            .post_payment(
+                Some(&key),
+                &payment_body(&order_no, amount_cents, notify_url),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.json().await.expect("payment created body")
+    }
+
+    /// `GET /v1/payments/{payment_id}`.
+    pub async fn get_payment(&self, payment_id: &str) -> Response {
+        self.http
+            .get(format!("{}/v1/payments/{payment_id}", self.address))
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+
+    /// Polls `GET /v1/payments/{payment_id}` until `done` holds; panics with the last view otherwise.
+    pub async fn wait_for_payment(
+        &self,
+        payment_id: &str,
+        done: impl Fn(&Payment) -> bool,
+    ) -> Payment {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let response = self.get_payment(payment_id).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            let payment: Payment = response.json().await.expect("payment body");
+            if done(&payment) {
+                return payment;
+            }
+            assert!(Instant::now() < deadline, "gave up waiting: {payment:#?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `POST /v1/chaos`.
+    pub async fn set_chaos(&self, knobs: &Value) -> Response {
+        self.http
+            .post(format!("{}/v1/chaos", self.address))
+            .json(knobs)
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+}
+
+/// How the receiver answers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Behaviour {
+    /// Answer 500 to this many validly signed deliveries, then 200.
+    pub fail_first: usize,
+    /// Hold this many first deliveries for `stall_for` before answering.
+    pub stall_first: usize,
+    /// How long a stalled delivery is held.
+    pub stall_for: Duration,
+}
+
+impl Behaviour {
+    /// Answers 200 to every validly signed delivery.
+    pub fn accept_all() -> Self {
+        Self::default()
+    }
+
+    /// Answers 500 to the first `count` deliveries, then 200.
+    pub fn fail_first(count: usize) -> Self {
+        Self {
+            fail_first: count,
+            ..Self::default()
+        }
+    }
+}
+
+/// One callback as the receiver saw it.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// `webhook-id`.
+    pub callback_id: String,
+    /// `webhook-timestamp`.
+    pub signed_at: i64,
+    /// True when the signature verified with the receiver's secret.
+    pub signature_valid: bool,
+    /// The parsed body.
+    pub event: CallbackEvent,
+    /// When it arrived.
+    pub arrived: Instant,
+}
+
+#[derive(Clone)]
+struct ReceiverState {
+    verifier: Arc<Webhook>,
+    behaviour: Behaviour,
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
+}
+
+/// A merchant's callback endpoint on its own random port.
+pub struct Receiver {
+    /// The URL to give as `notify_url`.
+    pub url: String,
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
+    server: JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Receiver {
+    /// Starts a receiver on a random port that verifies with `secret`.
+    pub async fn start(secret: &str, behaviour: Behaviour) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a random port");
+        Self::serve(listener, secret, behaviour)
+    }
+
+    /// Starts a receiver on a given address (to bring a closed port back to life).
+    pub async fn start_on(address: SocketAddr, secret: &str, behaviour: Behaviour) -> Self {
+        let listener = TcpListener::bind(address)
+            .await
+            .expect("bind the reserved port");
+        Self::serve(listener, secret, behaviour)
+    }
+
+    fn serve(listener: TcpListener, secret: &str, behaviour: Behaviour) -> Self {
+        let address = listener.local_addr().expect("local address");
+        let deliveries = Arc::new(Mutex::new(Vec::new()));
+        let state = ReceiverState {
+            verifier: Arc::new(Webhook::new(secret).expect("valid secret")),
+            behaviour,
+            deliveries: Arc::clone(&deliveries),
+        };
+        let router = Router::new()
+            .route("/callback", post(receive))
+            .with_state(state);
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .await
+                .expect("receiver serves");
+        });
+        Self {
+            url: format!("http://{address}/callback"),
+            deliveries,
+            server,
+        }
+    }
+
+    /// Everything received so far, in arrival order.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.deliveries.lock().expect("not poisoned").clone()
+    }
+
+    /// Waits until at least `count` deliveries arrived; panics with what came otherwise.
+    pub async fn wait_for(&self, count: usize) -> Vec<Delivery> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let deliveries = self.deliveries();
+            if deliveries.len() >= count {
+                return deliveries;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "expected {count} deliveries, got {deliveries:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits `quiet` and returns everything received: for checking that nothing more came.
+    pub async fn after_quiet(&self, quiet: Duration) -> Vec<Delivery> {
+        tokio::time::sleep(quiet).await;
+        self.deliveries()
+    }
+}
+
+async fn receive(
+    State(state): State<ReceiverState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let signature_valid = state.verifier.verify(&body, &headers).is_ok();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let delivery = Delivery {
+        callback_id: header("webhook-id"),
+        signed_at: header("webhook-timestamp").parse().unwrap_or_default(),
+        signature_valid,
+        event: serde_json::from_slice(&body).expect("body is a CallbackEvent"),
+        arrived: Instant::now(),
+    };
+    let index = {
+        let mut deliveries = state.deliveries.lock().expect("not poisoned");
+        deliveries.push(delivery);
+        deliveries.len() - 1
+    };
+    if index < state.behaviour.stall_first {
+        tokio::time::sleep(state.behaviour.stall_for).await;
+    }
+    if !signature_valid {
+        StatusCode::UNAUTHORIZED
+    } else if index < state.behaviour.fail_first {
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::OK
+    }
+}
+
+/// The time between consecutive arrivals.
+pub fn gaps(deliveries: &[Delivery]) -> Vec<Duration> {
+    deliveries
+        .windows(2)
+        .map(|pair| pair[1].arrived.duration_since(pair[0].arrived))
+        .collect()
+}
