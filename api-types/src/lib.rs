@@ -8,6 +8,7 @@
 pub mod api;
 pub mod error;
 pub mod money;
+pub mod platform;
 pub mod status;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};

@@ -4,11 +4,12 @@
 //! Redis own one: [`testkit::OwnedRedis`].
 
 use api_types::api::{Account, Order, RequestToken};
-use backend::config::Config;
+use backend::config::{Config, PlatformKind};
 use backend::invariants;
 use backend::startup::Application;
-use backend::webhook::WebhookKey;
+use callback_signing::CallbackSecret;
 use reqwest::{Response, StatusCode};
+use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::Once;
@@ -39,7 +40,7 @@ pub struct TestApp {
     /// Client for requests.
     pub http: reqwest::Client,
     /// Signs callbacks with the app's secret.
-    pub webhook: WebhookKey,
+    pub webhook: CallbackSecret,
     /// The configuration the app was built with.
     pub config: Config,
     server: JoinHandle<std::io::Result<()>>,
@@ -64,14 +65,15 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         }
     });
     let id = Uuid::new_v4().simple().to_string();
-    let secret = WebhookKey::generate();
+    let secret = CallbackSecret::generate();
     let mut config = Config {
         database_url: format!("{}/checkout_test_{id}", postgres_base()),
         redis_url: shared_redis_url(),
         redis_key_prefix: format!("test:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
-        webhook_secret: Some(secret.secret().to_owned()),
-        admin_token: Some(ADMIN_TOKEN.into()),
+        platform: Some(PlatformKind::Sandbox),
+        webhook_secret: Some(SecretString::from(secret.expose())),
+        admin_token: Some(SecretString::from(ADMIN_TOKEN)),
         sandbox_callback_delay_ms: 50,
         ..Config::default()
     };
@@ -222,13 +224,17 @@ impl TestApp {
 
     /// Posts a callback signed now with the app's secret.
     pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let signature = self
+        let signed = self
             .webhook
-            .sign(callback_id, timestamp, body.as_bytes())
+            .sign_now(callback_id, body.as_bytes())
             .expect("signs");
-        self.post_callback_with_headers(body, callback_id, &timestamp.to_string(), &signature)
-            .await
+        self.post_callback_with_headers(
+            body,
+            callback_id,
+            &signed.timestamp.to_string(),
+            &signed.signature,
+        )
+        .await
     }
 
     /// Posts a callback with exactly these signature headers.
