@@ -206,8 +206,8 @@ impl CallbackSecret {
 
 fn describe(err: WebhookError) -> VerifyError {
     match err {
-        WebhookError::MissingHeader(name) => VerifyError::MissingHeader(header_name(&name)),
-        WebhookError::InvalidHeader(name) => VerifyError::InvalidHeader(header_name(&name)),
+        WebhookError::MissingHeader(name) => VerifyError::MissingHeader(header_name(name)),
+        WebhookError::InvalidHeader(name) => VerifyError::InvalidHeader(header_name(name)),
         WebhookError::InvalidTimestamp => VerifyError::InvalidTimestamp,
         WebhookError::TimestampTooOldError => VerifyError::TooOld,
         WebhookError::FutureTimestampError => VerifyError::InFuture,

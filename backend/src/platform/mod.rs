@@ -17,7 +17,7 @@
 pub mod dispatcher;
 
 use crate::config::PlatformKind;
-use crate::db::attempts::{self, AttemptRow};
+use crate::db::attempts::AttemptRow;
 use api_types::platform::CreatePayment;
 #[cfg(feature = "sandbox")]
 use platform_sim::{SimConfig, Simulator};
@@ -95,8 +95,11 @@ impl Platform {
     pub async fn forget_in_process_hand_overs(&self, db: &PgPool) -> sqlx::Result<u64> {
         match self.mode {
             #[cfg(feature = "sandbox")]
-            Mode::InProcess(_) => attempts::reset_submitted_of_pending_orders(db).await,
-            Mode::Remote { .. } => Ok(0),
+            Mode::InProcess(_) => crate::db::attempts::reset_submitted_of_pending_orders(db).await,
+            Mode::Remote { .. } => {
+                let _ = db;
+                Ok(0)
+            }
         }
     }
 

@@ -14,20 +14,12 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::Once;
 use std::time::Duration;
+use testkit::TestDatabase;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// The admin bearer token every test app uses.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
-
-fn postgres_base() -> String {
-    std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
-}
-
-fn shared_redis_url() -> String {
-    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
 
 static TRACING: Once = Once::new();
 
@@ -44,6 +36,8 @@ pub struct TestApp {
     /// The configuration the app was built with.
     pub config: Config,
     server: JoinHandle<std::io::Result<()>>,
+    /// Dropped (with the database) after the server stops; `None` once handed on by a restart.
+    database: Option<TestDatabase>,
 }
 
 impl Drop for TestApp {
@@ -66,9 +60,10 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     });
     let id = Uuid::new_v4().simple().to_string();
     let secret = CallbackSecret::generate();
+    let database = TestDatabase::new("checkout_test");
     let mut config = Config {
-        database_url: format!("{}/checkout_test_{id}", postgres_base()),
-        redis_url: shared_redis_url(),
+        database_url: database.url(),
+        redis_url: testkit::redis_url(),
         redis_key_prefix: format!("test:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
         platform: Some(PlatformKind::Sandbox),
@@ -78,10 +73,10 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         ..Config::default()
     };
     adjust(&mut config);
-    start(config).await
+    start(config, database).await
 }
 
-async fn start(config: Config) -> TestApp {
+async fn start(config: Config, database: TestDatabase) -> TestApp {
     let app = Application::build(config.clone())
         .await
         .expect("app builds");
@@ -99,16 +94,21 @@ async fn start(config: Config) -> TestApp {
         webhook,
         config,
         server,
+        database: Some(database),
     }
 }
 
 impl TestApp {
     /// Stops this instance and starts a new one on the same database and Redis:
     /// a backend restart, with all in-memory state gone.
-    pub async fn restart(self) -> TestApp {
+    pub async fn restart(mut self) -> TestApp {
         let config = self.config.clone();
+        let database = self
+            .database
+            .take()
+            .expect("a running app owns its database");
         drop(self);
-        start(config).await
+        start(config, database).await
     }
 
     /// Full URL of a path.

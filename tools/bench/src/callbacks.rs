@@ -3,7 +3,7 @@
 
 use crate::load::Prepared;
 use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX, order_amount};
-use api_types::api::{CallbackEvent, CallbackType};
+use api_types::api::CallbackType;
 use callback_signing::{CallbackSecret, HEADER_ID, PaymentResult};
 use time::OffsetDateTime;
 
@@ -77,7 +77,7 @@ mod tests {
         let prepared = signer.callback(42)?;
         let id = signer.secret().verify(&prepared.body, &prepared.headers)?;
         assert_eq!(id, "cb_42");
-        let event: CallbackEvent = serde_json::from_slice(&prepared.body)?;
+        let event: api_types::api::CallbackEvent = serde_json::from_slice(&prepared.body)?;
         assert_eq!(event.data.amount_cents, order_amount(42));
         Ok(())
     }

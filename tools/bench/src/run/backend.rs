@@ -20,30 +20,46 @@ impl Bench {
     ) -> anyhow::Result<SocketAddr> {
         let admin: [u8; 16] = rand::random();
         let mut env = vec![
-            ("DATABASE_URL".to_owned(), self.server.url(&self.http_db)),
-            ("REDIS_URL".to_owned(), self.args.redis_url.clone()),
             (
-                "REDIS_KEY_PREFIX".to_owned(),
+                backend::env::DATABASE_URL.to_owned(),
+                self.server.url(&self.http_db),
+            ),
+            (
+                backend::env::REDIS_URL.to_owned(),
+                self.args.redis_url.clone(),
+            ),
+            (
+                backend::env::REDIS_KEY_PREFIX.to_owned(),
                 format!("{}backend:", self.redis_prefix),
             ),
-            ("WEBHOOK_SECRET".to_owned(), self.signer.secret().to_owned()),
             (
-                "ADMIN_TOKEN".to_owned(),
+                backend::env::WEBHOOK_SECRET.to_owned(),
+                self.signer.secret().expose().to_owned(),
+            ),
+            (
+                backend::env::ADMIN_TOKEN.to_owned(),
                 admin.iter().map(|b| format!("{b:02x}")).collect(),
             ),
-            ("RUST_LOG".to_owned(), "warn".to_owned()),
+            (backend::env::RUST_LOG.to_owned(), "warn".to_owned()),
             (
-                "SANDBOX_CALLBACK_DELAY_MS".to_owned(),
+                backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
                 callback_delay_ms.to_string(),
             ),
         ];
         if let Some(n) = self.args.db_max_connections {
-            env.push(("DATABASE_MAX_CONNECTIONS".to_owned(), n.to_string()));
+            env.push((
+                backend::env::DATABASE_MAX_CONNECTIONS.to_owned(),
+                n.to_string(),
+            ));
         }
-        if name == "pay"
-            && let Some(url) = &self.args.pay_platform_url
-        {
-            env.push(("PLATFORM_URL".to_owned(), url.clone()));
+        // Pay-now hands payments to a platform-sim process, as in production;
+        // the callback phases need no platform at all, and use the sandbox.
+        match (name, &self.args.pay_platform_url) {
+            ("pay", Some(url)) => {
+                env.push((backend::env::PLATFORM.to_owned(), "remote".to_owned()));
+                env.push((backend::env::PLATFORM_URL.to_owned(), url.clone()));
+            }
+            _ => env.push((backend::env::PLATFORM.to_owned(), "sandbox".to_owned())),
         }
         let log = self.work.join(format!("backend-{name}.log"));
         let process = BackendProcess::start(&self.backend_bin, env, log).await?;
