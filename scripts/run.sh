@@ -15,5 +15,14 @@ SKIP_BROWSER=1 bash scripts/build-frontend.sh
 export DEMO="${DEMO:-true}"
 export STATIC_DIR="${STATIC_DIR:-$PWD/dist}"
 export RUST_LOG="${RUST_LOG:-info,sqlx=warn}"
+# The demo pays through the in-process sandbox platform: no money moves, and the
+# page shows a "sandbox" badge. PLATFORM=remote PLATFORM_URL=... WEBHOOK_SECRET=...
+# bash scripts/run.sh sends payments to a platform over HTTP instead.
+export PLATFORM="${PLATFORM:-sandbox}"
+if [[ "$PLATFORM" == sandbox ]]; then
+    echo "==> Platform: sandbox (the simulator inside the backend; built with the default 'sandbox' feature; no money moves)"
+else
+    echo "==> Platform: $PLATFORM at ${PLATFORM_URL:-<PLATFORM_URL is not set>}"
+fi
 echo "==> Starting the backend: open http://${BIND_ADDR:-127.0.0.1:3000}"
 exec cargo run --release --locked -p backend

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test on a fresh machine: services,
-# tools, formatting, lints (native and wasm32), unit and integration tests
-# against real PostgreSQL and Redis, the release build of the payment page,
-# fault injection with real processes, and the browser tests in headless Chromium.
+# tools, formatting, lints (native, wasm32, and each backend build: default,
+# without the sandbox, with fault injection), unused dependencies, docs, the
+# compile-time SQL data, unit and integration tests against real PostgreSQL and
+# Redis, the service step against a PostgreSQL that asks for passwords, fault
+# injection with real processes, the release build of the payment page, and the
+# browser tests in headless Chromium.
 # FAULT_SEEDS=1,2,3 (default) picks the seeded fault schedules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,14 +14,20 @@ started=$(date +%s)
 
 step "Services"
 bash scripts/ensure-services.sh
+# Where the services are (the project's own cluster when the machine's is not usable).
+set -a; . "${CHECKOUT_SERVICES_DIR:-.services}/env"; set +a
 
 step "Tools for the payment page"
 . scripts/install-frontend-tools.sh
 
-step "Dropping databases left by earlier test runs"
-psql -h 127.0.0.1 -U postgres -d postgres -Atc \
+step "Tools for the checks"
+bash scripts/install-check-tools.sh
+
+step "Dropping databases kept by failed tests of earlier runs"
+pg_admin="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}/postgres"
+psql "$pg_admin" -Atc \
     "SELECT datname FROM pg_database WHERE datname LIKE 'checkout\_test\_%' OR datname LIKE 'e2e\_%'" |
-    while read -r db; do psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
+    while read -r db; do psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -26,15 +35,31 @@ cargo fmt --all --check
 step "cargo clippy (native)"
 cargo clippy --locked --workspace --exclude frontend --all-targets -- -D warnings
 
+step "cargo clippy (backend without the sandbox, and with fault injection)"
+cargo clippy --locked -p backend --no-default-features --all-targets -- -D warnings
+cargo clippy --locked -p backend --features fault-injection --all-targets -- -D warnings
+
 step "cargo clippy (wasm32 payment page)"
 cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
 
-step "Unit and integration tests (api-types, backend, platform-sim, bench, testkit)"
-cargo test --locked -p api-types -p backend -p platform-sim -p bench -p testkit
+step "Unused dependencies (cargo machete)"
+cargo machete
+
+step "Docs (cargo doc, warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude frontend
+
+step "Unit and integration tests (api-types, callback-signing, backend, platform-sim, bench, testkit)"
+cargo test --locked -p api-types -p callback-signing -p backend -p platform-sim -p bench -p testkit
+
+step "The service step against a PostgreSQL that asks for passwords and a Redis that does"
+bash scripts/test-services.sh
 
 step "Fault injection: the backend as a child process, killed, frozen; PostgreSQL and Redis taken away"
-# The fault tests start target/debug/backend; build it from this tree first.
+# The fault tests start target/debug/backend-fault-injection (crash points) and
+# target/debug/backend (the ordinary build, which must ignore CRASH_POINTS);
+# build both from this tree first, separately, so the ordinary one stays without them.
 cargo build --locked -p backend --bin backend
+cargo build --locked -p backend --features fault-injection --bin backend-fault-injection
 cargo test --locked -p storm
 
 step "Payment page logic tests"

@@ -257,3 +257,12 @@ pub struct Anomaly {
     /// When it was raised.
     pub created_at: String,
 }
+
+/// `GET /api/platform`: which payment platform takes the payments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformInfo {
+    /// `sandbox` (the in-process simulator: no money moves) or `remote`.
+    pub platform: String,
+    /// True for the sandbox, so a page can mark itself as one.
+    pub sandbox: bool,
+}

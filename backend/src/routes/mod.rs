@@ -6,6 +6,7 @@ pub mod demo;
 pub mod health;
 pub mod orders;
 pub mod pay;
+pub mod platform;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -31,5 +32,6 @@ pub fn api() -> Router<AppState> {
         .route("/orders/{order_no}/pay", post(pay::pay))
         .route("/payments/callback", post(callbacks::receive))
         .route("/demo", get(demo::shop))
+        .route("/platform", get(platform::platform))
         .fallback(|| async { ApiError::NotFound })
 }

@@ -11,3 +11,4 @@ mod pay;
 mod redis_outage;
 mod remote_platform;
 mod request_token;
+mod startup;

@@ -136,3 +136,19 @@ async fn oversized_request_bodies_are_refused_with_413() {
     assert_eq!(error_code(response).await, "PAYLOAD_TOO_LARGE");
     assert_eq!(app.snapshot().await, before);
 }
+
+#[tokio::test]
+async fn the_platform_endpoint_says_the_sandbox_is_a_sandbox() {
+    let app = spawn_app().await;
+
+    let response = app
+        .http
+        .get(app.url("/api/platform"))
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body, json!({"platform": "sandbox", "sandbox": true}));
+}

@@ -172,3 +172,23 @@ async fn the_hand_over_to_the_platform_is_idempotent_by_request_token() {
     assert_eq!(app.count("payment_ledger").await, 1);
     assert_eq!(app.anomalies(&order.order_no).await, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn the_platform_endpoint_says_remote_when_payments_go_over_http() {
+    let (app, _simulator) = app_paying_through(Chaos::default()).await;
+
+    let body: serde_json::Value = app
+        .http
+        .get(app.url("/api/platform"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+
+    assert_eq!(
+        body,
+        serde_json::json!({"platform": "remote", "sandbox": false})
+    );
+}

@@ -29,9 +29,15 @@ pub struct TestDatabase {
 impl TestDatabase {
     /// A fresh name, `{prefix}_{uuid}`, on [`postgres_server_url`]. Nothing is created yet.
     pub fn new(prefix: &str) -> Self {
+        Self::on(&postgres_server_url(), prefix)
+    }
+
+    /// A fresh name on another server (`postgres://user@host:port`, no database),
+    /// e.g. a test's own [`crate::OwnedPostgres`].
+    pub fn on(server: &str, prefix: &str) -> Self {
         Self {
             name: format!("{prefix}_{}", uuid::Uuid::new_v4().simple()),
-            server: postgres_server_url(),
+            server: server.trim_end_matches('/').to_owned(),
         }
     }
 

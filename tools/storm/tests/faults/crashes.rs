@@ -1,7 +1,7 @@
 //! The backend dies (crash points = kill -9 at a chosen line, plus kill -9 from
 //! outside at random moments) or freezes, while the platform keeps retrying.
 
-use crate::rig::{ADMIN, Rig, RigOptions, failures, seeds};
+use crate::rig::{ADMIN, Binary, Rig, RigOptions, failures, seeds};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -202,4 +202,88 @@ async fn a_backend_frozen_for_7_seconds_mid_storm_charges_each_order_once() {
     assert!(failures(&answers) >= 1, "the freeze made no delivery fail");
     rig.assert_each_order_paid_once(&orders, "SIGSTOP 7 s")
         .await;
+}
+
+#[tokio::test]
+async fn crash_points_do_nothing_in_the_ordinary_build() {
+    // Every crash point at probability 1: the fault-injection build would die
+    // at the first callback. The ordinary build (what scripts/run.sh and a
+    // release build make) must not even notice.
+    let rig = Rig::start(RigOptions {
+        binary: Binary::Ordinary,
+        env: vec![
+            (
+                backend::env::CRASH_POINTS.into(),
+                "callback.before_tx=1,callback.in_tx=1,callback.after_commit=1,\
+                 pay.after_getdel=1,pay.after_commit=1"
+                    .into(),
+            ),
+            (backend::env::CRASH_SEED.into(), "1".into()),
+        ],
+        ..RigOptions::default()
+    })
+    .await;
+    let orders = rig.orders(3, AMOUNT).await;
+
+    let answers = rig
+        .storm(
+            &orders,
+            AMOUNT,
+            2,
+            Duration::from_millis(100),
+            Duration::from_secs(20),
+        )
+        .await;
+
+    assert_eq!(
+        failures(&answers),
+        0,
+        "every delivery answered 2xx: {answers:?}"
+    );
+    let mut backend = rig.backends[0].lock().await;
+    assert!(
+        !backend.has_exited(),
+        "the ordinary build never aborts on CRASH_POINTS"
+    );
+    assert_eq!(backend.starts, 1, "started once, never restarted");
+    drop(backend);
+    rig.assert_each_order_paid_once(&orders, "ordinary build with CRASH_POINTS")
+        .await;
+}
+
+#[tokio::test]
+async fn the_fault_injection_build_aborts_at_a_certain_crash_point() {
+    // The counterpart of the test above, so it can fail: the same setting in
+    // the fault-injection build kills the process at the first callback.
+    let rig = Rig::start(RigOptions {
+        env: vec![
+            (
+                backend::env::CRASH_POINTS.into(),
+                "callback.before_tx=1".into(),
+            ),
+            (backend::env::CRASH_SEED.into(), "1".into()),
+        ],
+        ..RigOptions::default()
+    })
+    .await;
+    let orders = rig.orders(1, AMOUNT).await;
+
+    let answers = rig
+        .storm(
+            &orders,
+            AMOUNT,
+            1,
+            Duration::from_millis(100),
+            Duration::from_secs(3),
+        )
+        .await;
+
+    assert!(
+        failures(&answers) > 0,
+        "no delivery can succeed: {answers:?}"
+    );
+    assert!(
+        rig.backends[0].lock().await.has_exited(),
+        "the process aborted"
+    );
 }

@@ -37,15 +37,26 @@ pub struct RigOptions {
     pub env: Vec<(String, String)>,
     /// Backends sharing the database and Redis.
     pub backends: usize,
+    /// Which build runs: the fault-injection one (crash points) unless told otherwise.
+    pub binary: Binary,
+}
+
+/// Which backend binary a rig runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    /// `backend-fault-injection`: crash points armed from `CRASH_POINTS`.
+    FaultInjection,
+    /// `backend`: the ordinary build, as `scripts/run.sh` and a release build make it.
+    Ordinary,
 }
 
 impl Default for RigOptions {
     fn default() -> Self {
         Self {
-            postgres: std::env::var("TEST_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into()),
+            postgres: processes::postgres_server_url(),
             env: Vec::new(),
             backends: 1,
+            binary: Binary::FaultInjection,
         }
     }
 }
@@ -62,6 +73,8 @@ pub struct Rig {
     pub secret: String,
     urls: Vec<String>,
     http: reqwest::Client,
+    /// Last: dropped after the backends, kept when the test failed.
+    _database: processes::TestDatabase,
 }
 
 impl Rig {
@@ -69,11 +82,16 @@ impl Rig {
     pub async fn start(options: RigOptions) -> Rig {
         let redis = OwnedRedis::start().await.expect("redis starts");
         let id = Uuid::new_v4().simple().to_string();
-        let database_url = format!("{}/checkout_test_{id}", options.postgres);
+        let database = processes::TestDatabase::on(&options.postgres, "checkout_test");
+        let database_url = database.url();
         let secret = callback_signing::CallbackSecret::generate()
             .expose()
             .to_owned();
-        let binary = processes::fault_injection_backend_binary().expect("backend binary");
+        let binary = match options.binary {
+            Binary::FaultInjection => processes::fault_injection_backend_binary(),
+            Binary::Ordinary => processes::backend_binary(),
+        }
+        .expect("backend binary");
         let mut backends = Vec::new();
         let mut urls = Vec::new();
         for n in 0..options.backends {
@@ -123,6 +141,7 @@ impl Rig {
                 .timeout(Duration::from_secs(5))
                 .build()
                 .expect("client"),
+            _database: database,
         }
     }
 

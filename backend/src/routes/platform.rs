@@ -1,0 +1,16 @@
+//! `GET /api/platform`: which payment platform takes this backend's payments,
+//! so the page can say "sandbox" when nothing it shows is real money.
+
+use crate::state::AppState;
+use api_types::api::PlatformInfo;
+use axum::Json;
+use axum::extract::State;
+
+/// 200 `{"platform":"sandbox"|"remote","sandbox":bool}`.
+pub async fn platform(State(state): State<AppState>) -> Json<PlatformInfo> {
+    let kind = state.platform.kind();
+    Json(PlatformInfo {
+        platform: kind.as_str().to_owned(),
+        sandbox: kind == crate::config::PlatformKind::Sandbox,
+    })
+}

@@ -1,0 +1,107 @@
+//! Start-up refusals: the backend binary, run as a deploy would run it, refuses
+//! configurations that would take money wrongly, with one line that says what
+//! to set, before it connects to anything.
+
+use std::process::{Command, Output};
+
+/// Runs the backend binary with exactly these variables (nothing inherited).
+fn run_backend(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_backend"))
+        .args(args)
+        .env_clear()
+        .envs(vars.iter().copied())
+        // Nothing listens here: a start that got past the checks would fail
+        // differently (and later), not with the refusal under test.
+        .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/checkout")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the backend binary runs")
+}
+
+fn refusal(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(2), "exit code of a refusal");
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+#[test]
+fn without_platform_the_backend_refuses_to_start_and_says_what_to_set() {
+    let output = run_backend(&[], &[]);
+
+    let line = refusal(&output);
+    assert!(line.starts_with("error: PLATFORM is not set"), "{line}");
+    assert!(line.contains("PLATFORM=sandbox") && line.contains("PLATFORM=remote"));
+}
+
+#[test]
+fn a_remote_platform_without_url_or_secret_is_refused() {
+    let line = refusal(&run_backend(&[], &[("PLATFORM", "remote")]));
+    assert!(line.contains("PLATFORM_URL"), "{line}");
+
+    let line = refusal(&run_backend(
+        &[],
+        &[
+            ("PLATFORM", "remote"),
+            ("PLATFORM_URL", "http://127.0.0.1:4000"),
+        ],
+    ));
+    assert!(line.contains("WEBHOOK_SECRET is not set"), "{line}");
+}
+
+#[test]
+fn an_empty_or_short_webhook_secret_is_refused_without_printing_it() {
+    for secret in ["whsec_", "whsec_c2hvcnQta2V5LTE2Ynl0ZQ=="] {
+        for platform in ["sandbox", "remote"] {
+            let output = run_backend(
+                &[],
+                &[
+                    ("PLATFORM", platform),
+                    ("PLATFORM_URL", "http://127.0.0.1:4000"),
+                    ("WEBHOOK_SECRET", secret),
+                ],
+            );
+            let line = refusal(&output);
+            assert!(line.contains("WEBHOOK_SECRET is not usable"), "{line}");
+            assert!(line.contains("at least 24"), "{line}");
+            let key = secret.trim_start_matches("whsec_");
+            assert!(
+                key.is_empty() || !line.contains(key),
+                "secret printed: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unknown_platform_name_is_refused() {
+    let output = run_backend(&[], &[("PLATFORM", "paypal")]);
+
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sandbox") && stderr.contains("remote"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_never_shows_the_secrets_set_in_the_environment() {
+    let secret = callback_signing::CallbackSecret::generate();
+    let output = run_backend(
+        &["--help"],
+        &[
+            ("WEBHOOK_SECRET", secret.expose()),
+            ("ADMIN_TOKEN", "admin-token-in-the-environment"),
+        ],
+    );
+
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        help.contains("WEBHOOK_SECRET"),
+        "documents the variable: {help}"
+    );
+    assert!(!help.contains(&secret.expose()[6..]), "{help}");
+    assert!(!help.contains("admin-token-in-the-environment"), "{help}");
+}
