@@ -18,7 +18,10 @@
 //! platform's retry then finds either "duplicate" or a clean slate.
 
 use crate::db::accounts;
-use crate::db::callbacks::{self, AnomalyKind, Delivery, NewCallback, NewCharge};
+use crate::db::anomalies::{self, AnomalyKind};
+use crate::db::callbacks::{self, NewCallback};
+use crate::db::deliveries::{self, Delivery};
+use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
 use crate::error::ApiError;
 use crate::faults;
@@ -51,10 +54,10 @@ pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
     in_tx: &[
         orders::LOCK_WITH_ACCOUNT_SQL,
         callbacks::INSERT_SQL,
-        callbacks::INSERT_CHARGE_SQL,
+        ledger::INSERT_CHARGE_SQL,
         orders::MARK_PAID_SQL,
         accounts::DEDUCT_SQL,
-        callbacks::RECORD_DELIVERY_SQL,
+        deliveries::RECORD_SQL,
     ],
 };
 
@@ -224,7 +227,7 @@ async fn execute(
     // What the decision puts in front of a person, with the facts behind it.
     let flagged = match decision {
         Decision::Charge => {
-            let inserted = callbacks::insert_charge(
+            let inserted = ledger::insert_charge(
                 &mut **tx,
                 NewCharge {
                     callback_id: &callback.callback_id,
@@ -271,7 +274,7 @@ async fn execute(
         }),
     };
     if let Some((kind, details)) = flagged {
-        callbacks::record_anomaly(
+        anomalies::record(
             &mut **tx,
             &callback.callback_id,
             &order.order_no,
@@ -314,7 +317,7 @@ async fn answer_if_seen(
         "first_outcome": seen.outcome,
     });
     let mut tx = db.begin().await?;
-    callbacks::record_anomaly(
+    anomalies::record(
         &mut *tx,
         &callback.callback_id,
         &callback.event.data.order_no,
@@ -339,7 +342,7 @@ async fn refuse_amount_mismatch(
         "callback_amount_cents": data.amount_cents,
         "callback_currency": data.currency.as_str(),
     });
-    callbacks::record_anomaly(
+    anomalies::record(
         &mut *tx,
         &callback.callback_id,
         &order.order_no,
@@ -361,7 +364,7 @@ async fn log_delivery(
     outcome: &str,
     http_status: u16,
 ) -> Result<(), ApiError> {
-    callbacks::record_delivery(
+    deliveries::record(
         &mut **tx,
         Delivery {
             callback_id: &callback.callback_id,

@@ -4,8 +4,11 @@
 //! Constraint names used in error mapping are declared in `migrations/`.
 
 pub mod accounts;
+pub mod anomalies;
 pub mod attempts;
 pub mod callbacks;
+pub mod deliveries;
+pub mod ledger;
 pub mod orders;
 
 use time::OffsetDateTime;

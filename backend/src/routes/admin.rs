@@ -1,6 +1,6 @@
 //! `/api/admin/accounts`: open accounts and read them with their ledger. Bearer-token protected.
 
-use crate::db::{self, accounts, callbacks};
+use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::state::AppState;
@@ -77,7 +77,7 @@ pub async fn get_account(
     let account = accounts::find(&state.db, account_id)
         .await?
         .ok_or(ApiError::AccountNotFound)?;
-    let ledger = callbacks::ledger_for_account(&state.db, account_id)
+    let ledger = ledger::list_for_account(&state.db, account_id)
         .await?
         .into_iter()
         .map(|row| {
@@ -101,7 +101,7 @@ pub async fn get_account(
     }))
 }
 
-fn anomaly_dto(row: callbacks::AnomalyRow) -> Anomaly {
+fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
     Anomaly {
         callback_id: row.callback_id,
         order_no: row.order_no,
@@ -128,7 +128,7 @@ pub async fn callback_history(
             outcome: row.outcome,
             processed_at: db::rfc3339(row.processed_at),
         });
-    let deliveries = callbacks::deliveries(&state.db, &callback_id)
+    let deliveries = deliveries::list(&state.db, &callback_id)
         .await?
         .into_iter()
         .map(|row| CallbackDelivery {
@@ -137,7 +137,7 @@ pub async fn callback_history(
             received_at: db::rfc3339(row.received_at),
         })
         .collect::<Vec<_>>();
-    let anomalies = callbacks::anomalies(&state.db, Some(&callback_id), 100)
+    let anomalies = anomalies::list(&state.db, Some(&callback_id), 100)
         .await?
         .into_iter()
         .map(anomaly_dto)
@@ -159,6 +159,6 @@ pub async fn list_anomalies(
     headers: HeaderMap,
 ) -> Result<Json<Vec<Anomaly>>, ApiError> {
     authorize(&state, &headers)?;
-    let rows = callbacks::anomalies(&state.db, None, 100).await?;
+    let rows = anomalies::list(&state.db, None, 100).await?;
     Ok(Json(rows.into_iter().map(anomaly_dto).collect()))
 }

@@ -5,7 +5,7 @@
 //! by the database alone. The idempotency key of a callback is `webhook-id`.
 
 use crate::charge::{self, VerifiedCallback};
-use crate::db::callbacks::{self as log, Delivery};
+use crate::db::deliveries::{self, Delivery};
 use crate::error::ApiError;
 use crate::state::AppState;
 use api_types::api::{CallbackAck, CallbackEvent};
@@ -42,7 +42,7 @@ pub async fn receive(
         Ok(event) => event,
         Err(err) => {
             // Signed by the platform, so worth a line in the delivery log for people.
-            log::record_delivery(
+            deliveries::record(
                 &state.db,
                 Delivery {
                     callback_id,

@@ -14,7 +14,7 @@ use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
 use backend::charge::{DUPLICATE_SQL, Decision, NEW_CHARGE_SQL};
-use backend::db::{accounts, callbacks, orders};
+use backend::db::{accounts, callbacks, deliveries, ledger, orders};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -73,7 +73,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
             &payment_id,
             ":outcome",
         ]),
-        (CallbackPath::New, s) if s == callbacks::INSERT_CHARGE_SQL => plain(&[
+        (CallbackPath::New, s) if s == ledger::INSERT_CHARGE_SQL => plain(&[
             &callback_id,
             ":order_no",
             ":account_id",
@@ -85,7 +85,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
             plain(&[":account_id", ":amount_cents"])
         }
-        (CallbackPath::New, s) if s == callbacks::RECORD_DELIVERY_SQL => plain(&[
+        (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
             &callback_id,
             ":order_no",
             ":event_type",

@@ -1,0 +1,93 @@
+//! `anomalies`: what a person must review (odd callbacks, money the platform took
+//! that we could not book). Written inside the transaction that found the oddity,
+//! so an anomaly exists exactly when its cause was recorded.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+
+/// Something a person must review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnomalyKind {
+    /// Callback amount or currency differs from the order.
+    AmountMismatch,
+    /// A success for an order that had already failed: money may have been taken.
+    SuccessAfterFailed,
+    /// A second success, under a new callback id, for an order already paid.
+    SecondSuccessForPaidOrder,
+    /// A failure for an order we already charged.
+    FailureAfterPaid,
+    /// A callback id reused with a different body.
+    CallbackConflict,
+    /// The platform took the money but the balance here was too low.
+    InsufficientFunds,
+}
+
+impl AnomalyKind {
+    /// The spelling in `anomalies.kind`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::AmountMismatch => "AMOUNT_MISMATCH",
+            Self::SuccessAfterFailed => "SUCCESS_AFTER_FAILED",
+            Self::SecondSuccessForPaidOrder => "SECOND_SUCCESS_FOR_PAID_ORDER",
+            Self::FailureAfterPaid => "FAILURE_AFTER_PAID",
+            Self::CallbackConflict => "CALLBACK_CONFLICT",
+            Self::InsufficientFunds => "INSUFFICIENT_FUNDS",
+        }
+    }
+}
+
+/// Records an anomaly once per (callback id, kind); retries of the same callback add nothing.
+#[tracing::instrument(name = "db.anomalies.record", skip(db, details))]
+pub async fn record(
+    db: impl PgExecutor<'_>,
+    callback_id: &str,
+    order_no: &str,
+    kind: AnomalyKind,
+    details: serde_json::Value,
+) -> sqlx::Result<()> {
+    tracing::warn!(callback_id, order_no, kind = kind.as_str(), %details, "anomaly recorded for review");
+    sqlx::query(
+        "INSERT INTO anomalies (callback_id, order_no, kind, details) VALUES ($1, $2, $3, $4)
+         ON CONFLICT ON CONSTRAINT anomalies_once_per_callback_and_kind DO NOTHING",
+    )
+    .bind(callback_id)
+    .bind(order_no)
+    .bind(kind.as_str())
+    .bind(sqlx::types::Json(details))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// An `anomalies` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AnomalyRow {
+    /// The callback that raised it.
+    pub callback_id: String,
+    /// The order concerned.
+    pub order_no: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its facts.
+    pub details: sqlx::types::Json<serde_json::Value>,
+    /// When.
+    pub created_at: OffsetDateTime,
+}
+
+/// Anomalies, newest first: of one callback id, or all of them (at most `limit`).
+#[tracing::instrument(name = "db.anomalies.list", skip(db))]
+pub async fn list(
+    db: impl PgExecutor<'_>,
+    callback_id: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<AnomalyRow>> {
+    sqlx::query_as(
+        "SELECT callback_id, order_no, kind, details, created_at FROM anomalies
+         WHERE $1::text IS NULL OR callback_id = $1
+         ORDER BY anomaly_id DESC LIMIT $2",
+    )
+    .bind(callback_id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}

@@ -1,0 +1,63 @@
+//! `callback_deliveries`: the log of every signed delivery and what we answered,
+//! so a person can answer "what happened to callback X?". Append-only and without
+//! foreign keys: a delivery for an unknown order is logged too.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+
+/// One received delivery and what became of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery<'a> {
+    /// The platform's notification id.
+    pub callback_id: &'a str,
+    /// The order named in the body.
+    pub order_no: Option<&'a str>,
+    /// The event type named in the body.
+    pub event_type: Option<&'a str>,
+    /// What we did.
+    pub outcome: &'a str,
+    /// What we answered.
+    pub http_status: u16,
+}
+
+/// SQL of [`record`].
+pub const RECORD_SQL: &str =
+    "INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
+         VALUES ($1, $2, $3, $4, $5)";
+
+/// Appends to the delivery log.
+#[tracing::instrument(name = "db.deliveries.record", skip(db))]
+pub async fn record(db: impl PgExecutor<'_>, delivery: Delivery<'_>) -> sqlx::Result<()> {
+    sqlx::query(RECORD_SQL)
+        .bind(delivery.callback_id)
+        .bind(delivery.order_no)
+        .bind(delivery.event_type)
+        .bind(delivery.outcome)
+        .bind(i16::try_from(delivery.http_status).unwrap_or(i16::MAX))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// A `callback_deliveries` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryRow {
+    /// What became of it.
+    pub outcome: String,
+    /// What was answered.
+    pub http_status: i16,
+    /// When it arrived.
+    pub received_at: OffsetDateTime,
+}
+
+/// Every delivery of a callback id, oldest first.
+#[tracing::instrument(name = "db.deliveries.list", skip(db))]
+pub async fn list(db: impl PgExecutor<'_>, callback_id: &str) -> sqlx::Result<Vec<DeliveryRow>> {
+    sqlx::query_as(
+        "SELECT outcome, http_status, received_at FROM callback_deliveries
+         WHERE callback_id = $1 ORDER BY delivery_id",
+    )
+    .bind(callback_id)
+    .fetch_all(db)
+    .await
+}
