@@ -1,5 +1,6 @@
 //! `accounts`: balances in minor units.
 
+use api_types::Currency;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -13,8 +14,8 @@ pub struct AccountRow {
     pub balance_cents: i64,
     /// Balance at opening.
     pub opening_balance_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// The account's currency.
+    pub currency: Currency,
     /// When it was opened.
     pub created_at: OffsetDateTime,
 }
@@ -25,7 +26,7 @@ pub async fn insert(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
     balance_cents: i64,
-    currency: &str,
+    currency: Currency,
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency)

@@ -2,39 +2,9 @@
 //! that we could not book). Written inside the transaction that found the oddity,
 //! so an anomaly exists exactly when its cause was recorded.
 
+use api_types::AnomalyKind;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
-
-/// Something a person must review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnomalyKind {
-    /// Callback amount or currency differs from the order.
-    AmountMismatch,
-    /// A success for an order that had already failed: money may have been taken.
-    SuccessAfterFailed,
-    /// A second success, under a new callback id, for an order already paid.
-    SecondSuccessForPaidOrder,
-    /// A failure for an order we already charged.
-    FailureAfterPaid,
-    /// A callback id reused with a different body.
-    CallbackConflict,
-    /// The platform took the money but the balance here was too low.
-    InsufficientFunds,
-}
-
-impl AnomalyKind {
-    /// The spelling in `anomalies.kind`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::AmountMismatch => "AMOUNT_MISMATCH",
-            Self::SuccessAfterFailed => "SUCCESS_AFTER_FAILED",
-            Self::SecondSuccessForPaidOrder => "SECOND_SUCCESS_FOR_PAID_ORDER",
-            Self::FailureAfterPaid => "FAILURE_AFTER_PAID",
-            Self::CallbackConflict => "CALLBACK_CONFLICT",
-            Self::InsufficientFunds => "INSUFFICIENT_FUNDS",
-        }
-    }
-}
 
 /// Records an anomaly once per (callback id, kind); retries of the same callback add nothing.
 #[tracing::instrument(name = "db.anomalies.record", skip(db, details))]
@@ -52,7 +22,7 @@ pub async fn record(
     )
     .bind(callback_id)
     .bind(order_no)
-    .bind(kind.as_str())
+    .bind(kind)
     .bind(sqlx::types::Json(details))
     .execute(db)
     .await?;
@@ -66,8 +36,8 @@ pub struct AnomalyRow {
     pub callback_id: String,
     /// The order concerned.
     pub order_no: String,
-    /// Its kind.
-    pub kind: String,
+    /// Why it needs a person.
+    pub kind: AnomalyKind,
     /// Its facts.
     pub details: sqlx::types::Json<serde_json::Value>,
     /// When.

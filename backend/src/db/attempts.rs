@@ -1,5 +1,6 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
+use api_types::Currency;
 use sqlx::PgExecutor;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -21,8 +22,8 @@ pub struct AttemptRow {
     pub order_no: String,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// HTTP status of the winner's answer.
     pub response_status: i16,
     /// Body of the winner's answer.
@@ -73,8 +74,8 @@ pub struct NewAttempt<'a> {
     pub order_no: &'a str,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: &'a str,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// HTTP status of the answer to replay.
     pub response_status: i16,
     /// Body of the answer to replay.

@@ -2,6 +2,7 @@
 //! record of callbacks: a later delivery of the same id finds its row here and
 //! is answered without touching the order again.
 
+use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 
@@ -13,7 +14,7 @@ pub struct ProcessedCallback {
     /// SHA-256 of the raw body, hex.
     pub body_sha256: String,
     /// What we did with it the first time.
-    pub outcome: String,
+    pub outcome: CallbackOutcome,
 }
 
 /// SQL of [`find_and_log_duplicate`]: one statement, so a duplicate costs one round trip.
@@ -33,7 +34,7 @@ pub async fn find_and_log_duplicate(
     db: impl PgExecutor<'_>,
     callback_id: &str,
     order_no: &str,
-    event_type: &str,
+    event_type: CallbackType,
     body_sha256: &str,
 ) -> sqlx::Result<Option<ProcessedCallback>> {
     sqlx::query_as(SEEN_SQL)
@@ -52,14 +53,14 @@ pub struct NewCallback<'a> {
     pub callback_id: &'a str,
     /// SHA-256 of the raw body, hex.
     pub body_sha256: &'a str,
-    /// `payment.succeeded` or `payment.failed`.
-    pub event_type: &'a str,
+    /// What the callback reports.
+    pub event_type: CallbackType,
     /// The order it is about.
     pub order_no: &'a str,
     /// The platform's payment id.
     pub payment_id: &'a str,
     /// What we decided.
-    pub outcome: &'a str,
+    pub outcome: CallbackOutcome,
 }
 
 /// SQL of [`insert`].
@@ -86,14 +87,14 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewCallback<'_>) -> sqlx::Resu
 /// A `payment_callbacks` row, as shown to people.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProcessedRow {
-    /// `payment.succeeded` or `payment.failed`.
-    pub event_type: String,
+    /// What the callback reported.
+    pub event_type: CallbackType,
     /// The order.
     pub order_no: String,
     /// The platform's payment id.
     pub payment_id: String,
     /// What was done.
-    pub outcome: String,
+    pub outcome: CallbackOutcome,
     /// When.
     pub processed_at: OffsetDateTime,
 }

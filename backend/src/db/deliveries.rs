@@ -2,6 +2,7 @@
 //! so a person can answer "what happened to callback X?". Append-only and without
 //! foreign keys: a delivery for an unknown order is logged too.
 
+use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 
@@ -13,9 +14,9 @@ pub struct Delivery<'a> {
     /// The order named in the body.
     pub order_no: Option<&'a str>,
     /// The event type named in the body.
-    pub event_type: Option<&'a str>,
+    pub event_type: Option<CallbackType>,
     /// What we did.
-    pub outcome: &'a str,
+    pub outcome: CallbackOutcome,
     /// What we answered.
     pub http_status: u16,
 }
@@ -43,7 +44,7 @@ pub async fn record(db: impl PgExecutor<'_>, delivery: Delivery<'_>) -> sqlx::Re
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeliveryRow {
     /// What became of it.
-    pub outcome: String,
+    pub outcome: CallbackOutcome,
     /// What was answered.
     pub http_status: i16,
     /// When it arrived.

@@ -2,6 +2,7 @@
 //! because its own constraints (one row per callback id, one `CHARGE` per order)
 //! are the floor that makes a charge happen once.
 
+use api_types::{Currency, LedgerKind};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -17,8 +18,8 @@ pub struct NewCharge<'a> {
     pub account_id: Uuid,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: &'a str,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// The platform's payment id.
     pub payment_id: &'a str,
 }
@@ -53,10 +54,10 @@ pub struct LedgerRow {
     pub order_no: String,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
-    /// `CHARGE`.
-    pub kind: String,
+    /// Currency of the amount.
+    pub currency: Currency,
+    /// What kind of movement.
+    pub kind: LedgerKind,
     /// The platform's payment id.
     pub payment_id: String,
     /// When it was written.

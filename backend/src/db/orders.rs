@@ -15,10 +15,10 @@ pub struct OrderRow {
     pub account_id: Uuid,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
-    /// `PENDING`, `PAID` or `FAILED`.
-    pub status: String,
+    /// Currency of the amount.
+    pub currency: Currency,
+    /// Where the order stands.
+    pub status: OrderStatus,
     /// Why it failed.
     pub failure_reason: Option<String>,
     /// Creation time.
@@ -28,23 +28,18 @@ pub struct OrderRow {
 }
 
 impl OrderRow {
-    /// The parsed status; the CHECK constraint guarantees it is known.
-    pub fn status(&self) -> anyhow::Result<OrderStatus> {
-        Ok(self.status.parse()?)
-    }
-
     /// The wire form.
-    pub fn to_dto(&self) -> anyhow::Result<api_types::api::Order> {
-        Ok(api_types::api::Order {
+    pub fn to_dto(&self) -> api_types::api::Order {
+        api_types::api::Order {
             order_no: self.order_no.clone(),
             account_id: self.account_id,
             amount_cents: self.amount_cents,
-            currency: self.currency.parse::<Currency>()?,
-            status: self.status()?,
+            currency: self.currency,
+            status: self.status,
             created_at: rfc3339(self.created_at),
             paid_at: self.paid_at.map(rfc3339),
             failure_reason: self.failure_reason.clone(),
-        })
+        }
     }
 }
 
@@ -58,7 +53,7 @@ pub async fn insert(
     order_no: &str,
     account_id: Uuid,
     amount_cents: i64,
-    currency: &str,
+    currency: Currency,
 ) -> sqlx::Result<OrderRow> {
     sqlx::query_as(&format!(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency)
@@ -106,10 +101,10 @@ pub struct LockedOrder {
     pub account_id: Uuid,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// Current status.
-    pub status: String,
+    pub status: OrderStatus,
     /// The account's balance, read under the same lock.
     pub balance_cents: i64,
 }

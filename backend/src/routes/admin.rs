@@ -48,13 +48,7 @@ pub async fn create_account(
         ));
     }
     let account_id = Uuid::new_v4();
-    accounts::insert(
-        &state.db,
-        account_id,
-        body.balance_cents,
-        body.currency.as_str(),
-    )
-    .await?;
+    accounts::insert(&state.db, account_id, body.balance_cents, body.currency).await?;
     tracing::info!(%account_id, balance_cents = body.balance_cents, currency = %body.currency, "account opened");
     Ok((
         StatusCode::CREATED,
@@ -80,23 +74,21 @@ pub async fn get_account(
     let ledger = ledger::list_for_account(&state.db, account_id)
         .await?
         .into_iter()
-        .map(|row| {
-            Ok(LedgerEntry {
-                callback_id: row.callback_id,
-                order_no: row.order_no,
-                amount_cents: row.amount_cents,
-                currency: row.currency.parse().map_err(ApiError::internal)?,
-                kind: row.kind,
-                payment_id: row.payment_id,
-                created_at: db::rfc3339(row.created_at),
-            })
+        .map(|row| LedgerEntry {
+            callback_id: row.callback_id,
+            order_no: row.order_no,
+            amount_cents: row.amount_cents,
+            currency: row.currency,
+            kind: row.kind,
+            payment_id: row.payment_id,
+            created_at: db::rfc3339(row.created_at),
         })
-        .collect::<Result<_, ApiError>>()?;
+        .collect();
     Ok(Json(AccountDetails {
         account_id,
         balance_cents: account.balance_cents,
         opening_balance_cents: account.opening_balance_cents,
-        currency: account.currency.parse().map_err(ApiError::internal)?,
+        currency: account.currency,
         ledger,
     }))
 }

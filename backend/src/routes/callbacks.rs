@@ -8,6 +8,7 @@ use crate::charge::{self, VerifiedCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::error::ApiError;
 use crate::state::AppState;
+use api_types::CallbackOutcome;
 use api_types::api::{CallbackAck, CallbackEvent};
 use axum::Json;
 use axum::body::Bytes;
@@ -48,7 +49,7 @@ pub async fn receive(
                     callback_id,
                     order_no: None,
                     event_type: None,
-                    outcome: "MALFORMED_BODY",
+                    outcome: CallbackOutcome::MalformedBody,
                     http_status: 400,
                 },
             )

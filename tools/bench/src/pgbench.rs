@@ -196,7 +196,7 @@ pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
     match path {
         CallbackPath::New => {
             vars.push(("body_sha256".into(), BODY_SHA256.into()));
-            vars.push(("outcome".into(), Decision::Charge.outcome().into()));
+            vars.push(("outcome".into(), Decision::Charge.outcome().as_str().into()));
         }
         CallbackPath::Duplicate => {
             vars.push(("body_sha256".into(), BODY_SHA256.into()));
