@@ -16,21 +16,21 @@ pub async fn record(
     details: serde_json::Value,
 ) -> sqlx::Result<()> {
     tracing::warn!(callback_id, order_no, kind = kind.as_str(), %details, "anomaly recorded for review");
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO anomalies (callback_id, order_no, kind, details) VALUES ($1, $2, $3, $4)
          ON CONFLICT ON CONSTRAINT anomalies_once_per_callback_and_kind DO NOTHING",
+        callback_id,
+        order_no,
+        kind.as_str(),
+        details,
     )
-    .bind(callback_id)
-    .bind(order_no)
-    .bind(kind)
-    .bind(sqlx::types::Json(details))
     .execute(db)
     .await?;
     Ok(())
 }
 
 /// An `anomalies` row.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct AnomalyRow {
     /// The callback that raised it.
     pub callback_id: String,
@@ -39,7 +39,7 @@ pub struct AnomalyRow {
     /// Why it needs a person.
     pub kind: AnomalyKind,
     /// Its facts.
-    pub details: sqlx::types::Json<serde_json::Value>,
+    pub details: serde_json::Value,
     /// When.
     pub created_at: OffsetDateTime,
 }
@@ -51,13 +51,15 @@ pub async fn list(
     callback_id: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<AnomalyRow>> {
-    sqlx::query_as(
-        "SELECT callback_id, order_no, kind, details, created_at FROM anomalies
-         WHERE $1::text IS NULL OR callback_id = $1
-         ORDER BY anomaly_id DESC LIMIT $2",
+    sqlx::query_as!(
+        AnomalyRow,
+        r#"SELECT callback_id, order_no, kind AS "kind: AnomalyKind", details, created_at
+           FROM anomalies
+           WHERE $1::text IS NULL OR callback_id = $1
+           ORDER BY anomaly_id DESC LIMIT $2"#,
+        callback_id,
+        limit,
     )
-    .bind(callback_id)
-    .bind(limit)
     .fetch_all(db)
     .await
 }

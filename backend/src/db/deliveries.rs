@@ -21,27 +21,27 @@ pub struct Delivery<'a> {
     pub http_status: u16,
 }
 
-/// SQL of [`record`].
-pub const RECORD_SQL: &str =
-    "INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
-         VALUES ($1, $2, $3, $4, $5)";
+/// SQL of [`record`], the last step of the callback transaction (the benchmark replays it).
+pub const RECORD_SQL: &str = include_str!("../../sql/callback/record_delivery.sql");
 
 /// Appends to the delivery log.
 #[tracing::instrument(name = "db.deliveries.record", skip(db))]
 pub async fn record(db: impl PgExecutor<'_>, delivery: Delivery<'_>) -> sqlx::Result<()> {
-    sqlx::query(RECORD_SQL)
-        .bind(delivery.callback_id)
-        .bind(delivery.order_no)
-        .bind(delivery.event_type)
-        .bind(delivery.outcome)
-        .bind(i16::try_from(delivery.http_status).unwrap_or(i16::MAX))
-        .execute(db)
-        .await?;
+    sqlx::query_file!(
+        "sql/callback/record_delivery.sql",
+        delivery.callback_id,
+        delivery.order_no,
+        delivery.event_type.map(CallbackType::as_str),
+        delivery.outcome.as_str(),
+        i16::try_from(delivery.http_status).unwrap_or(i16::MAX),
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 
 /// A `callback_deliveries` row.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct DeliveryRow {
     /// What became of it.
     pub outcome: CallbackOutcome,
@@ -54,11 +54,13 @@ pub struct DeliveryRow {
 /// Every delivery of a callback id, oldest first.
 #[tracing::instrument(name = "db.deliveries.list", skip(db))]
 pub async fn list(db: impl PgExecutor<'_>, callback_id: &str) -> sqlx::Result<Vec<DeliveryRow>> {
-    sqlx::query_as(
-        "SELECT outcome, http_status, received_at FROM callback_deliveries
-         WHERE callback_id = $1 ORDER BY delivery_id",
+    sqlx::query_as!(
+        DeliveryRow,
+        r#"SELECT outcome AS "outcome: CallbackOutcome", http_status, received_at
+           FROM callback_deliveries
+           WHERE callback_id = $1 ORDER BY delivery_id"#,
+        callback_id,
     )
-    .bind(callback_id)
     .fetch_all(db)
     .await
 }

@@ -24,29 +24,29 @@ pub struct NewCharge<'a> {
     pub payment_id: &'a str,
 }
 
-/// SQL of [`insert_charge`].
-pub const INSERT_CHARGE_SQL: &str = "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id)
-         VALUES ($1, $2, $3, $4, $5, 'CHARGE', $6)
-         ON CONFLICT DO NOTHING";
+/// SQL of [`insert_charge`], a step of the callback transaction (the benchmark replays it).
+pub const INSERT_CHARGE_SQL: &str = include_str!("../../sql/callback/insert_charge.sql");
 
 /// Writes a `CHARGE` ledger row, `ON CONFLICT DO NOTHING`: returns false when the
 /// callback id or the order already has one (the database floor said no).
 #[tracing::instrument(name = "db.ledger.insert_charge", skip(db))]
 pub async fn insert_charge(db: impl PgExecutor<'_>, charge: NewCharge<'_>) -> sqlx::Result<bool> {
-    let result = sqlx::query(INSERT_CHARGE_SQL)
-        .bind(charge.callback_id)
-        .bind(charge.order_no)
-        .bind(charge.account_id)
-        .bind(charge.amount_cents)
-        .bind(charge.currency)
-        .bind(charge.payment_id)
-        .execute(db)
-        .await?;
+    let result = sqlx::query_file!(
+        "sql/callback/insert_charge.sql",
+        charge.callback_id,
+        charge.order_no,
+        charge.account_id,
+        charge.amount_cents,
+        charge.currency.as_str(),
+        charge.payment_id,
+    )
+    .execute(db)
+    .await?;
     Ok(result.rows_affected() == 1)
 }
 
 /// A row of `payment_ledger`.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct LedgerRow {
     /// The callback that wrote it.
     pub callback_id: String,
@@ -70,11 +70,13 @@ pub async fn list_for_account(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
 ) -> sqlx::Result<Vec<LedgerRow>> {
-    sqlx::query_as(
-        "SELECT callback_id, order_no, amount_cents, currency, kind, payment_id, created_at
-         FROM payment_ledger WHERE account_id = $1 ORDER BY entry_id",
+    sqlx::query_as!(
+        LedgerRow,
+        r#"SELECT callback_id, order_no, amount_cents, currency AS "currency: Currency",
+                  kind AS "kind: LedgerKind", payment_id, created_at
+           FROM payment_ledger WHERE account_id = $1 ORDER BY entry_id"#,
+        account_id,
     )
-    .bind(account_id)
     .fetch_all(db)
     .await
 }

@@ -98,7 +98,7 @@ fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
         callback_id: row.callback_id,
         order_no: row.order_no,
         kind: row.kind,
-        details: row.details.0,
+        details: row.details,
         created_at: db::rfc3339(row.created_at),
     }
 }

@@ -188,7 +188,7 @@ fn stored_answer(attempt: &attempts::AttemptRow, replayed: bool) -> Response {
         .ok()
         .and_then(|code| StatusCode::from_u16(code).ok())
         .unwrap_or(StatusCode::ACCEPTED);
-    let mut response = (status, Json(attempt.response_body.0.clone())).into_response();
+    let mut response = (status, Json(attempt.response_body.clone())).into_response();
     if replayed {
         response
             .headers_mut()
