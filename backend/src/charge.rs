@@ -32,7 +32,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 /// The statements one path of the callback handler runs, in order: some on
 /// their own (autocommit), then the rest between BEGIN and COMMIT. The benchmark
-/// replays exactly these with pgbench.
+/// replays exactly these with pgbench. Each is the text of a file in
+/// `backend/sql/callback/`, the same file the query function runs with
+/// `sqlx::query_file!`, so what is measured cannot drift from what runs.
 #[derive(Debug, Clone, Copy)]
 pub struct CallbackSql {
     /// Run one by one, each its own transaction.

@@ -1,5 +1,10 @@
-//! Plain SQL, one function per statement. Every function takes `impl PgExecutor`
-//! so it runs on the pool or inside a transaction, and is traced.
+//! Plain SQL, one function per statement, one file per table. Every function
+//! takes `impl PgExecutor` so it runs on the pool or inside a transaction, and is
+//! traced. Every statement is a sqlx `query!`-family macro, checked against the
+//! schema at compile time (offline, from the committed `.sqlx/`); enums and
+//! currencies are read straight from rows with `AS "col: Type"` overrides. The
+//! callback transaction's statements are files in `backend/sql/callback/`,
+//! because the benchmark replays those same files.
 //!
 //! Constraint names used in error mapping are declared in `migrations/`.
 

@@ -1,7 +1,8 @@
 //! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
 //!
 //! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`,
-//! taken verbatim; this module only knows which value each `$n` gets (the same
+//! taken verbatim (the files in `backend/sql/callback/`, which the handler runs
+//! through `sqlx::query_file!`); this module only knows which value each `$n` gets (the same
 //! values `charge::apply_callback` binds) and turns `$n` into a pgbench
 //! expression. A statement the handler starts to run that is not described
 //! here, or a changed parameter count, stops the benchmark with an error instead
@@ -94,7 +95,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         ]),
         _ => bail!(
             "the callback handler ({path:?} path) runs a statement the benchmark does not know the \
-             parameters of; describe it in bench/src/pgbench.rs:\n{sql}"
+             parameters of; describe it in tools/bench/src/pgbench.rs:\n{sql}"
         ),
     };
     Ok(binding)
