@@ -12,9 +12,11 @@ pub mod api;
 pub mod enums;
 pub mod error;
 pub mod money;
+pub mod platform;
+pub mod status;
+
 #[cfg(feature = "sqlx")]
 mod pg_text;
-pub mod status;
 
 pub use enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, UnknownName};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};

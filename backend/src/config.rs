@@ -1,74 +1,107 @@
 //! Configuration from the environment (every variable is explained in `.env.example`).
+//!
+//! [`Config`] is what clap reads; [`Config::settle`] turns it into the choices
+//! the backend starts with, refusing the combinations that would take money
+//! wrongly: no `PLATFORM` at all, the sandbox in a build without it, a remote
+//! platform without its URL or without a strong `WEBHOOK_SECRET`.
 
+use crate::env;
+use callback_signing::{CallbackSecret, SecretError};
 use clap::Parser;
+use secrecy::SecretString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-/// Everything the backend needs to start. `Config::default()` equals the documented defaults.
+/// Which payment platform takes the payments. Chosen explicitly: a deploy that
+/// forgets it must not start, rather than silently simulate payments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlatformKind {
+    /// The simulator, inside this process: payments are decided by rules (amounts
+    /// ending in 13 minor units fail), no money moves. Development and demos only.
+    Sandbox,
+    /// A platform reached over HTTP at `PLATFORM_URL` (`platform-sim` on its own, or a real one).
+    Remote,
+}
+
+impl PlatformKind {
+    /// The name used in `PLATFORM`, logs and `GET /api/platform`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Sandbox => "sandbox",
+            Self::Remote => "remote",
+        }
+    }
+}
+
+/// Everything the backend needs to start. `Config::default()` equals the
+/// documented defaults, with no platform chosen.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "backend", about = "The exactly-once checkout backend", version)]
 pub struct Config {
     /// PostgreSQL; the database is created if missing and migrated at start.
     #[arg(
         long,
-        env = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/checkout"
+        env = env::DATABASE_URL,
+        default_value = "postgres://postgres@127.0.0.1:5432/checkout",
+        hide_env_values = true
     )]
     pub database_url: String,
 
     /// Redis, used as the request-token store only.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(long, env = env::REDIS_URL, default_value = "redis://127.0.0.1:6379", hide_env_values = true)]
     pub redis_url: String,
 
     /// Prefix of every Redis key we write (tests give each run its own).
-    #[arg(long, env = "REDIS_KEY_PREFIX", default_value = "checkout:")]
+    #[arg(long, env = env::REDIS_KEY_PREFIX, default_value = "checkout:")]
     pub redis_key_prefix: String,
 
     /// Address to listen on; port 0 picks a free port.
-    #[arg(long, env = "BIND_ADDR", default_value = "127.0.0.1:3000")]
+    #[arg(long, env = env::BIND_ADDR, default_value = "127.0.0.1:3000")]
     pub bind_addr: SocketAddr,
 
     /// How long a request token stays valid, in seconds.
-    #[arg(long, env = "TOKEN_TTL_SECS", default_value_t = 900)]
+    #[arg(long, env = env::TOKEN_TTL_SECS, default_value_t = 900)]
     pub token_ttl_secs: u64,
 
-    /// Standard Webhooks secret (`whsec_` + base64) callbacks are signed with.
-    /// When unset a random one is made for this process (development only).
-    #[arg(long, env = "WEBHOOK_SECRET")]
-    pub webhook_secret: Option<String>,
+    /// The payment platform: `sandbox` (in-process simulator, no money moves) or
+    /// `remote` (at PLATFORM_URL). Required.
+    #[arg(long, env = env::PLATFORM, value_enum)]
+    pub platform: Option<PlatformKind>,
+
+    /// Base URL of the remote payment platform (e.g. `http://127.0.0.1:4000` for `platform-sim`).
+    #[arg(long, env = env::PLATFORM_URL)]
+    pub platform_url: Option<String>,
+
+    /// Standard Webhooks secret (`whsec_` + base64 of at least 24 bytes) the
+    /// platform signs callbacks with. Required with PLATFORM=remote; the sandbox
+    /// makes a random one when unset.
+    #[arg(long, env = env::WEBHOOK_SECRET, hide_env_values = true, value_parser = secret)]
+    pub webhook_secret: Option<SecretString>,
 
     /// Bearer token for `/api/admin/*`; the admin API answers 404 when unset.
-    #[arg(long, env = "ADMIN_TOKEN")]
-    pub admin_token: Option<String>,
+    #[arg(long, env = env::ADMIN_TOKEN, hide_env_values = true, value_parser = secret)]
+    pub admin_token: Option<SecretString>,
 
     /// Directory of the built payment page (`trunk build --release` writes `dist/`).
-    #[arg(long, env = "STATIC_DIR")]
+    #[arg(long, env = env::STATIC_DIR)]
     pub static_dir: Option<PathBuf>,
 
     /// Demo mode: make a demo account with a starting balance and serve `GET /api/demo`.
-    #[arg(long, env = "DEMO", default_value_t = false)]
+    #[arg(long, env = env::DEMO, default_value_t = false)]
     pub demo: bool,
 
-    /// The payment platform (e.g. `http://127.0.0.1:4000` for `platform-sim`).
-    /// Unset: the same simulator runs inside this process.
-    #[arg(long, env = "PLATFORM_URL")]
-    pub platform_url: Option<String>,
-
     /// How long the in-process sandbox platform waits before delivering a callback, in ms.
-    #[arg(long, env = "SANDBOX_CALLBACK_DELAY_MS", default_value_t = 500)]
+    #[arg(long, env = env::SANDBOX_CALLBACK_DELAY_MS, default_value_t = 500)]
     pub sandbox_callback_delay_ms: u64,
 
-    /// Fault injection for tests only: `name=probability,...` (see `faults.rs`). Never set in production.
-    #[arg(long, env = "CRASH_POINTS")]
-    pub crash_points: Option<String>,
-
-    /// Seed of the crash-point dice, so a failing fault run can be reproduced.
-    #[arg(long, env = "CRASH_SEED", default_value_t = 0)]
-    pub crash_seed: u64,
-
     /// Largest number of PostgreSQL connections.
-    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 20)]
+    #[arg(long, env = env::DATABASE_MAX_CONNECTIONS, default_value_t = 20)]
     pub database_max_connections: u32,
+}
+
+fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(text.to_owned()))
 }
 
 impl Default for Config {
@@ -80,15 +113,209 @@ impl Default for Config {
             redis_key_prefix: "checkout:".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
             token_ttl_secs: 900,
+            platform: None,
+            platform_url: None,
             webhook_secret: None,
             admin_token: None,
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
-            platform_url: None,
             database_max_connections: 20,
-            crash_points: None,
-            crash_seed: 0,
         }
+    }
+}
+
+/// The platform the backend will hand payments to, settled from the configuration.
+#[derive(Debug, Clone)]
+pub enum PlatformChoice {
+    /// The in-process simulator (only in builds with the `sandbox` feature).
+    Sandbox {
+        /// How long the simulator takes to decide a payment.
+        callback_delay: Duration,
+    },
+    /// A platform over HTTP.
+    Remote {
+        /// Its base URL.
+        url: String,
+    },
+}
+
+impl PlatformChoice {
+    /// The kind, for logs and the page.
+    pub fn kind(&self) -> PlatformKind {
+        match self {
+            Self::Sandbox { .. } => PlatformKind::Sandbox,
+            Self::Remote { .. } => PlatformKind::Remote,
+        }
+    }
+}
+
+/// What the backend starts with once the configuration has been checked.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// Where payments go.
+    pub platform: PlatformChoice,
+    /// The callback secret, and whether it was generated for this process.
+    pub webhook_secret: CallbackSecret,
+    /// True when no `WEBHOOK_SECRET` was given and the sandbox made one.
+    pub secret_generated: bool,
+}
+
+/// A configuration the backend refuses to start with. Each message is one line
+/// that says what to set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// No platform chosen.
+    #[error(
+        "PLATFORM is not set: set PLATFORM=sandbox for the in-process sandbox platform \
+         (development and demos; no money moves) or PLATFORM=remote with PLATFORM_URL=<platform base URL> \
+         and WEBHOOK_SECRET"
+    )]
+    NoPlatform,
+    /// The sandbox asked of a build that does not contain it.
+    #[error(
+        "PLATFORM=sandbox, but this backend was built without the sandbox platform \
+         (build with `--features sandbox`, or set PLATFORM=remote)"
+    )]
+    SandboxNotBuilt,
+    /// A remote platform without its address.
+    #[error(
+        "PLATFORM=remote needs PLATFORM_URL (the platform's base URL, e.g. http://127.0.0.1:4000)"
+    )]
+    NoPlatformUrl,
+    /// Outside the sandbox, callbacks must be checked against a real shared secret.
+    #[error(
+        "WEBHOOK_SECRET is not set: PLATFORM=remote needs the secret the platform signs callbacks \
+         with (whsec_ + base64 of at least 24 bytes)"
+    )]
+    NoWebhookSecret,
+    /// The secret given is not usable.
+    #[error("WEBHOOK_SECRET is not usable: {0}")]
+    BadWebhookSecret(SecretError),
+}
+
+impl Config {
+    /// Checks the combination and settles the platform and the callback secret.
+    /// Runs before anything is connected, so a wrong deploy fails at once.
+    pub fn settle(&self) -> Result<Settled, ConfigError> {
+        use secrecy::ExposeSecret;
+        let given = self
+            .webhook_secret
+            .as_ref()
+            .map(|text| CallbackSecret::parse(text.expose_secret()))
+            .transpose()
+            .map_err(ConfigError::BadWebhookSecret)?;
+        let platform = match self.platform.ok_or(ConfigError::NoPlatform)? {
+            PlatformKind::Sandbox if !cfg!(feature = "sandbox") => {
+                return Err(ConfigError::SandboxNotBuilt);
+            }
+            PlatformKind::Sandbox => PlatformChoice::Sandbox {
+                callback_delay: Duration::from_millis(self.sandbox_callback_delay_ms),
+            },
+            PlatformKind::Remote => {
+                let url = self
+                    .platform_url
+                    .clone()
+                    .filter(|url| !url.trim().is_empty())
+                    .ok_or(ConfigError::NoPlatformUrl)?;
+                if given.is_none() {
+                    return Err(ConfigError::NoWebhookSecret);
+                }
+                PlatformChoice::Remote { url }
+            }
+        };
+        let secret_generated = given.is_none();
+        Ok(Settled {
+            platform,
+            webhook_secret: given.unwrap_or_else(CallbackSecret::generate),
+            secret_generated,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strong_secret() -> SecretString {
+        SecretString::from(CallbackSecret::generate().expose().to_owned())
+    }
+
+    #[test]
+    fn no_platform_is_refused_with_what_to_set() {
+        let err = Config::default().settle().err();
+        assert_eq!(err, Some(ConfigError::NoPlatform));
+        let text = ConfigError::NoPlatform.to_string();
+        assert!(text.contains("PLATFORM=sandbox") && text.contains("PLATFORM=remote"));
+        assert!(!text.contains('\n'), "one line: {text}");
+    }
+
+    #[test]
+    fn remote_needs_a_url_and_a_secret() {
+        let mut config = Config {
+            platform: Some(PlatformKind::Remote),
+            ..Config::default()
+        };
+        assert_eq!(config.settle().err(), Some(ConfigError::NoPlatformUrl));
+        config.platform_url = Some("http://127.0.0.1:4000".into());
+        assert_eq!(config.settle().err(), Some(ConfigError::NoWebhookSecret));
+        config.webhook_secret = Some(strong_secret());
+        let settled = config.settle().expect("settles");
+        assert_eq!(settled.platform.kind(), PlatformKind::Remote);
+        assert!(!settled.secret_generated);
+    }
+
+    #[test]
+    fn a_short_or_empty_secret_is_refused_for_every_platform() {
+        for platform in [PlatformKind::Sandbox, PlatformKind::Remote] {
+            for text in ["whsec_", "whsec_AAAA"] {
+                let config = Config {
+                    platform: Some(platform),
+                    platform_url: Some("http://127.0.0.1:4000".into()),
+                    webhook_secret: Some(SecretString::from(text)),
+                    ..Config::default()
+                };
+                assert!(
+                    matches!(config.settle(), Err(ConfigError::BadWebhookSecret(_))),
+                    "{platform:?} {text}"
+                );
+            }
+        }
+    }
+
+    #[cfg(feature = "sandbox")]
+    #[test]
+    fn the_sandbox_makes_a_secret_when_none_is_given() {
+        let config = Config {
+            platform: Some(PlatformKind::Sandbox),
+            ..Config::default()
+        };
+        let settled = config.settle().expect("settles");
+        assert!(settled.secret_generated);
+        assert_eq!(settled.platform.kind(), PlatformKind::Sandbox);
+    }
+
+    #[cfg(not(feature = "sandbox"))]
+    #[test]
+    fn the_sandbox_is_refused_by_a_build_without_it() {
+        let config = Config {
+            platform: Some(PlatformKind::Sandbox),
+            ..Config::default()
+        };
+        assert_eq!(config.settle().err(), Some(ConfigError::SandboxNotBuilt));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug() {
+        let secret = strong_secret();
+        let config = Config {
+            webhook_secret: Some(secret.clone()),
+            admin_token: Some(SecretString::from("admin-token-value")),
+            ..Config::default()
+        };
+        let shown = format!("{config:?}");
+        use secrecy::ExposeSecret;
+        assert!(!shown.contains(&secret.expose_secret()[6..]));
+        assert!(!shown.contains("admin-token-value"));
     }
 }

@@ -1,4 +1,10 @@
-//! Crash points for fault-injection tests, inert unless `CRASH_POINTS` is set.
+//! Crash points for fault-injection tests.
+//!
+//! They exist only in builds with the `fault-injection` cargo feature, which
+//! only the fault tests turn on (`backend-fault-injection` binary). Every other
+//! build — `scripts/run.sh`, `cargo build --release` — compiles
+//! [`crash_point`] to nothing and ignores `CRASH_POINTS`, so no environment
+//! variable can make a production process abort.
 //!
 //! A crash point aborts the process on the spot — no unwinding, no destructors,
 //! no answer sent — exactly like `kill -9` at that line. Fault tests run the
@@ -15,60 +21,97 @@
 //! | `pay.after_getdel` | token consumed in Redis, no attempt row yet |
 //! | `pay.after_commit` | attempt committed, answer not sent, platform not called |
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+#[cfg(feature = "fault-injection")]
+pub use armed::{arm, arm_from_env, crash_point};
 
-struct CrashPoints {
-    odds: HashMap<String, f64>,
-    rng: Mutex<StdRng>,
-}
+/// Does nothing: this build has no crash points.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn crash_point(_name: &'static str) {}
 
-static CRASH_POINTS: OnceLock<CrashPoints> = OnceLock::new();
-
-/// Arms the crash points described by `spec` (`name=probability,...`). Call once, from `main`.
-pub fn arm(spec: &str, seed: u64) -> anyhow::Result<()> {
-    let mut odds = HashMap::new();
-    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (name, probability) = entry.split_once('=').ok_or_else(|| {
-            anyhow::anyhow!("CRASH_POINTS entry {entry:?} is not name=probability")
-        })?;
-        let probability: f64 = probability.parse()?;
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&probability),
-            "probability of {name} must be in 0..=1"
+/// Says, once at start, that `CRASH_POINTS` is ignored by this build when it is set.
+#[cfg(not(feature = "fault-injection"))]
+pub fn arm_from_env() -> anyhow::Result<()> {
+    if std::env::var_os(crate::env::CRASH_POINTS).is_some() {
+        tracing::warn!(
+            "CRASH_POINTS is set but ignored: this build has no crash points \
+             (only builds with the fault-injection feature have them)"
         );
-        odds.insert(name.to_owned(), probability);
     }
-    tracing::warn!(
-        ?odds,
-        seed,
-        "crash points armed: this process will abort on purpose"
-    );
-    CRASH_POINTS
-        .set(CrashPoints {
-            odds,
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
-        })
-        .map_err(|_| anyhow::anyhow!("crash points armed twice"))
+    Ok(())
 }
 
-/// Aborts the process here with the armed probability; does nothing when unarmed.
-pub fn crash_point(name: &'static str) {
-    let Some(points) = CRASH_POINTS.get() else {
-        return;
-    };
-    let Some(&probability) = points.odds.get(name) else {
-        return;
-    };
-    let roll: f64 = points
-        .rng
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .random();
-    if roll < probability {
-        eprintln!("crash point {name} hit: aborting the process");
-        std::process::abort();
+#[cfg(feature = "fault-injection")]
+mod armed {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    /// Arms the crash points from `CRASH_POINTS` and `CRASH_SEED`, when set. Call once, from `main`.
+    pub fn arm_from_env() -> anyhow::Result<()> {
+        let Ok(spec) = std::env::var(crate::env::CRASH_POINTS) else {
+            return Ok(());
+        };
+        let seed = match std::env::var(crate::env::CRASH_SEED) {
+            Ok(text) => text
+                .parse()
+                .map_err(|_| anyhow::anyhow!("CRASH_SEED must be a whole number, got {text:?}"))?,
+            Err(_) => 0,
+        };
+        arm(&spec, seed)
+    }
+
+    struct CrashPoints {
+        odds: HashMap<String, f64>,
+        rng: Mutex<StdRng>,
+    }
+
+    static CRASH_POINTS: OnceLock<CrashPoints> = OnceLock::new();
+
+    /// Arms the crash points described by `spec` (`name=probability,...`). Call once, from `main`.
+    pub fn arm(spec: &str, seed: u64) -> anyhow::Result<()> {
+        let mut odds = HashMap::new();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, probability) = entry.split_once('=').ok_or_else(|| {
+                anyhow::anyhow!("CRASH_POINTS entry {entry:?} is not name=probability")
+            })?;
+            let probability: f64 = probability.parse()?;
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&probability),
+                "probability of {name} must be in 0..=1"
+            );
+            odds.insert(name.to_owned(), probability);
+        }
+        tracing::warn!(
+            ?odds,
+            seed,
+            "crash points armed: this process will abort on purpose"
+        );
+        CRASH_POINTS
+            .set(CrashPoints {
+                odds,
+                rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            })
+            .map_err(|_| anyhow::anyhow!("crash points armed twice"))
+    }
+
+    /// Aborts the process here with the armed probability; does nothing when unarmed.
+    pub fn crash_point(name: &'static str) {
+        let Some(points) = CRASH_POINTS.get() else {
+            return;
+        };
+        let Some(&probability) = points.odds.get(name) else {
+            return;
+        };
+        let roll: f64 = points
+            .rng
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .random();
+        if roll < probability {
+            eprintln!("crash point {name} hit: aborting the process");
+            std::process::abort();
+        }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Read it top down:
 //! - a pay goes [`routes::pay`] -> [`tokens`] (Redis `GETDEL`) -> [`db::attempts`] -> [`platform`];
-//! - a callback goes [`routes::callbacks`] -> [`webhook`] (signature) -> [`charge`] (the one
+//! - a callback goes [`routes::callbacks`] -> [`callback_signing`] (signature) -> [`charge`] (the one
 //!   transaction) -> answer. Callback code never touches Redis.
 //!
 //! Errors: every handler returns [`error::ApiError`], which answers with the shared error body.
@@ -10,6 +10,7 @@
 pub mod charge;
 pub mod config;
 pub mod db;
+pub mod env;
 pub mod error;
 pub mod extract;
 pub mod faults;
@@ -20,4 +21,3 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod tokens;
-pub mod webhook;

@@ -1,18 +1,7 @@
-//! Starts the checkout backend: reads configuration from the environment, then serves.
-
-use backend::config::Config;
-use backend::startup::Application;
-use backend::telemetry;
-use clap::Parser;
+//! The checkout backend: configuration from the environment, then serve.
+//! `PLATFORM` must be set (`sandbox` or `remote`); see `.env.example`.
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    telemetry::init();
-    let config = Config::parse();
-    if let Some(spec) = &config.crash_points {
-        backend::faults::arm(spec, config.crash_seed)?;
-    }
-    let app = Application::build(config).await?;
-    app.run_until_stopped().await?;
-    Ok(())
+async fn main() -> std::process::ExitCode {
+    backend::startup::run_from_env().await
 }

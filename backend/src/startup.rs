@@ -1,12 +1,11 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
-use crate::config::Config;
+use crate::config::{Config, PlatformChoice};
 use crate::error::ApiError;
-use crate::platform::{self, Platform};
+use crate::platform::{Platform, dispatcher};
 use crate::routes;
 use crate::state::AppState;
 use crate::tokens::TokenStore;
-use crate::webhook::WebhookKey;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -40,19 +39,19 @@ pub struct Application {
 
 impl Application {
     /// Creates the database if missing, migrates it, connects, binds. Port 0 picks a free port.
+    ///
+    /// Refuses a configuration [`Config::settle`] refuses before connecting to anything.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let settled = config.settle()?;
         let db = connect_and_migrate(&config.database_url, config.database_max_connections).await?;
 
-        let webhook = match &config.webhook_secret {
-            Some(secret) => WebhookKey::new(secret)?,
-            None => {
-                tracing::warn!(
-                    "WEBHOOK_SECRET is not set: generated a random secret for this process \
-                     (development only; callbacks signed with any other secret are refused)"
-                );
-                WebhookKey::generate()
-            }
-        };
+        let webhook = settled.webhook_secret;
+        if settled.secret_generated {
+            tracing::warn!(
+                "WEBHOOK_SECRET is not set: the sandbox generated a random secret for this process \
+                 (callbacks signed with any other secret are refused)"
+            );
+        }
         let tokens = TokenStore::new(
             &config.redis_url,
             &config.redis_key_prefix,
@@ -73,16 +72,14 @@ impl Application {
             "http://{}/api/payments/callback",
             std::net::SocketAddr::new(callback_host, local.port())
         );
-        let platform = match &config.platform_url {
-            Some(url) => {
+        let platform = match &settled.platform {
+            PlatformChoice::Remote { url } => {
                 tracing::info!(platform = %url, "payments go to a remote platform");
                 Platform::remote(url, callback_url)?
             }
-            None => Platform::in_process(
-                webhook.secret(),
-                Duration::from_millis(config.sandbox_callback_delay_ms),
-                callback_url,
-            )?,
+            PlatformChoice::Sandbox { callback_delay } => {
+                sandbox(&webhook, *callback_delay, callback_url)?
+            }
         };
 
         let reset = platform.forget_in_process_hand_overs(&db).await?;
@@ -103,12 +100,17 @@ impl Application {
             db,
             tokens,
             webhook,
-            admin_token: config.admin_token.as_deref().map(Arc::from),
+            admin_token: config.admin_token.clone().map(Arc::new),
             platform,
             demo_account,
         };
         let router = router(state.clone(), config.static_dir.as_deref());
-        tracing::info!(address = %local, demo = config.demo, "checkout backend ready");
+        tracing::info!(
+            address = %local,
+            platform = settled.platform.kind().as_str(),
+            demo = config.demo,
+            "checkout backend ready"
+        );
         Ok(Self {
             listener,
             state,
@@ -129,13 +131,59 @@ impl Application {
     /// Serves until SIGINT/SIGTERM, finishing in-flight requests; re-sends unsubmitted
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let dispatcher =
-            platform::run_dispatcher(self.state.db.clone(), self.state.platform.clone());
+        let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
         let server =
             axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal());
         tokio::select! {
             result = server => result,
             () = dispatcher => Ok(()),
+        }
+    }
+}
+
+/// The in-process sandbox platform, announced loudly: nothing it "charges" is real.
+#[cfg(feature = "sandbox")]
+fn sandbox(
+    secret: &callback_signing::CallbackSecret,
+    callback_delay: Duration,
+    callback_url: String,
+) -> anyhow::Result<Platform> {
+    tracing::warn!(
+        "PLATFORM=sandbox: payments are decided by the in-process simulator and no money moves \
+         (amounts ending in 13 minor units fail). Never run this in production."
+    );
+    Platform::in_process(secret, callback_delay, callback_url)
+}
+
+#[cfg(not(feature = "sandbox"))]
+fn sandbox(
+    _secret: &callback_signing::CallbackSecret,
+    _callback_delay: Duration,
+    _callback_url: String,
+) -> anyhow::Result<Platform> {
+    // `Config::settle` refuses PLATFORM=sandbox in this build before we get here.
+    Err(crate::config::ConfigError::SandboxNotBuilt.into())
+}
+
+/// Starts the backend from the environment and serves until stopped: what
+/// `main` does. A refused configuration or a failed start prints one line
+/// (`error: ...` with its causes) and exits 2, instead of a debug dump.
+pub async fn run_from_env() -> std::process::ExitCode {
+    use clap::Parser;
+    crate::telemetry::init();
+    let config = Config::parse();
+    let result = async {
+        crate::faults::arm_from_env()?;
+        let app = Application::build(config).await?;
+        app.run_until_stopped().await?;
+        anyhow::Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::from(2)
         }
     }
 }
@@ -207,7 +255,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveHeadersLayer::new([
             header::AUTHORIZATION,
-            header::HeaderName::from_static(crate::webhook::HEADER_SIGNATURE),
+            header::HeaderName::from_static(callback_signing::HEADER_SIGNATURE),
         ]))
 }
 

@@ -2,7 +2,8 @@
 
 use crate::platform::Platform;
 use crate::tokens::TokenStore;
-use crate::webhook::WebhookKey;
+use callback_signing::CallbackSecret;
+use secrecy::SecretString;
 use sqlx::PgPool;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -15,9 +16,9 @@ pub struct AppState {
     /// Redis request tokens: the fast helper.
     pub tokens: TokenStore,
     /// Verifies callback signatures.
-    pub webhook: WebhookKey,
+    pub webhook: CallbackSecret,
     /// Bearer token of the admin API; `None` switches it off.
-    pub admin_token: Option<Arc<str>>,
+    pub admin_token: Option<Arc<SecretString>>,
     /// The payment platform.
     pub platform: Platform,
     /// The demo account, when demo mode is on.

@@ -11,12 +11,17 @@ use api_types::api::{
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use secrecy::ExposeSecret;
 use uuid::Uuid;
 
 /// Refuses the request unless it carries `Authorization: Bearer <ADMIN_TOKEN>`.
 /// With no admin token configured, the admin API does not exist (404).
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = state.admin_token.as_deref() else {
+    let Some(expected) = state
+        .admin_token
+        .as_deref()
+        .map(ExposeSecret::expose_secret)
+    else {
         return Err(ApiError::NotFound);
     };
     let presented = headers

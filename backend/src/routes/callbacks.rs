@@ -36,7 +36,7 @@ pub async fn receive(
 
     let callback_id = state.webhook.verify(&body, &headers).map_err(|reason| {
         tracing::warn!(%reason, "callback refused: signature check failed; nothing written");
-        ApiError::SignatureInvalid(reason)
+        ApiError::SignatureInvalid(reason.to_string())
     })?;
 
     let event: CallbackEvent = match serde_json::from_slice(&body) {

@@ -73,7 +73,7 @@ pub async fn pay(
             let answer = stored_answer(&attempt, false);
             let (db, platform) = (state.db.clone(), state.platform.clone());
             tokio::spawn(async move {
-                if let Err(err) = platform::dispatch(&db, &platform, &attempt).await {
+                if let Err(err) = platform::dispatcher::dispatch(&db, &platform, &attempt).await {
                     // The dispatcher loop re-sends it.
                     tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
                 }

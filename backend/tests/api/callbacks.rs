@@ -84,11 +84,18 @@ async fn callbacks_with_a_bad_or_missing_signature_or_stale_timestamp_are_401_an
     let before = app.snapshot().await;
     let (id, body) = (new_callback_id(), success_body(&order));
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let good = app.webhook.sign(&id, now, body.as_bytes()).expect("signs");
-    let other_key = backend::webhook::WebhookKey::generate();
+    let good = app
+        .webhook
+        .sign(&id, now, body.as_bytes())
+        .expect("signs")
+        .signature;
+    let other_key = callback_signing::CallbackSecret::generate();
 
     // Wrong secret, tampered body, empty v1 signature, garbage, wrong version.
-    let foreign = other_key.sign(&id, now, body.as_bytes()).expect("signs");
+    let foreign = other_key
+        .sign(&id, now, body.as_bytes())
+        .expect("signs")
+        .signature;
     assert_refused_unsigned(&app, &body, &id, &now.to_string(), &foreign).await;
     assert_refused_unsigned(
         &app,
@@ -115,7 +122,11 @@ async fn callbacks_with_a_bad_or_missing_signature_or_stale_timestamp_are_401_an
     // machine cannot carry a "future" timestamp back inside the window.
     for skew in [-310, 310, -3_600] {
         let ts = time::OffsetDateTime::now_utc().unix_timestamp() + skew;
-        let signature = app.webhook.sign(&id, ts, body.as_bytes()).expect("signs");
+        let signature = app
+            .webhook
+            .sign(&id, ts, body.as_bytes())
+            .expect("signs")
+            .signature;
         assert_refused_unsigned(&app, &body, &id, &ts.to_string(), &signature).await;
     }
     assert_refused_unsigned(&app, &body, &id, "yesterday", &good).await;
@@ -141,7 +152,11 @@ async fn a_callback_signed_within_the_tolerance_is_accepted() {
     let (_, order) = app.account_with_order(10_000, 2_500).await;
     let (id, body) = (new_callback_id(), success_body(&order));
     let ts = time::OffsetDateTime::now_utc().unix_timestamp() - 240;
-    let signature = app.webhook.sign(&id, ts, body.as_bytes()).expect("signs");
+    let signature = app
+        .webhook
+        .sign(&id, ts, body.as_bytes())
+        .expect("signs")
+        .signature;
 
     let response = app
         .post_callback_with_headers(&body, &id, &ts.to_string(), &signature)

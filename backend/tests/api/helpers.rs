@@ -4,29 +4,22 @@
 //! Redis own one: [`testkit::OwnedRedis`].
 
 use api_types::api::{Account, Order, RequestToken};
-use backend::config::Config;
+use backend::config::{Config, PlatformKind};
 use backend::invariants;
 use backend::startup::Application;
-use backend::webhook::WebhookKey;
+use callback_signing::CallbackSecret;
 use reqwest::{Response, StatusCode};
+use secrecy::SecretString;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::sync::Once;
 use std::time::Duration;
+use testkit::TestDatabase;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// The admin bearer token every test app uses.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
-
-fn postgres_base() -> String {
-    std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
-}
-
-fn shared_redis_url() -> String {
-    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
 
 static TRACING: Once = Once::new();
 
@@ -39,10 +32,12 @@ pub struct TestApp {
     /// Client for requests.
     pub http: reqwest::Client,
     /// Signs callbacks with the app's secret.
-    pub webhook: WebhookKey,
+    pub webhook: CallbackSecret,
     /// The configuration the app was built with.
     pub config: Config,
     server: JoinHandle<std::io::Result<()>>,
+    /// Dropped (with the database) after the server stops; `None` once handed on by a restart.
+    database: Option<TestDatabase>,
 }
 
 impl Drop for TestApp {
@@ -64,22 +59,24 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         }
     });
     let id = Uuid::new_v4().simple().to_string();
-    let secret = WebhookKey::generate();
+    let secret = CallbackSecret::generate();
+    let database = TestDatabase::new("checkout_test");
     let mut config = Config {
-        database_url: format!("{}/checkout_test_{id}", postgres_base()),
-        redis_url: shared_redis_url(),
+        database_url: database.url(),
+        redis_url: testkit::redis_url(),
         redis_key_prefix: format!("test:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
-        webhook_secret: Some(secret.secret().to_owned()),
-        admin_token: Some(ADMIN_TOKEN.into()),
+        platform: Some(PlatformKind::Sandbox),
+        webhook_secret: Some(SecretString::from(secret.expose())),
+        admin_token: Some(SecretString::from(ADMIN_TOKEN)),
         sandbox_callback_delay_ms: 50,
         ..Config::default()
     };
     adjust(&mut config);
-    start(config).await
+    start(config, database).await
 }
 
-async fn start(config: Config) -> TestApp {
+async fn start(config: Config, database: TestDatabase) -> TestApp {
     let app = Application::build(config.clone())
         .await
         .expect("app builds");
@@ -97,16 +94,21 @@ async fn start(config: Config) -> TestApp {
         webhook,
         config,
         server,
+        database: Some(database),
     }
 }
 
 impl TestApp {
     /// Stops this instance and starts a new one on the same database and Redis:
     /// a backend restart, with all in-memory state gone.
-    pub async fn restart(self) -> TestApp {
+    pub async fn restart(mut self) -> TestApp {
         let config = self.config.clone();
+        let database = self
+            .database
+            .take()
+            .expect("a running app owns its database");
         drop(self);
-        start(config).await
+        start(config, database).await
     }
 
     /// Full URL of a path.
@@ -222,13 +224,17 @@ impl TestApp {
 
     /// Posts a callback signed now with the app's secret.
     pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let signature = self
+        let signed = self
             .webhook
-            .sign(callback_id, timestamp, body.as_bytes())
+            .sign_now(callback_id, body.as_bytes())
             .expect("signs");
-        self.post_callback_with_headers(body, callback_id, &timestamp.to_string(), &signature)
-            .await
+        self.post_callback_with_headers(
+            body,
+            callback_id,
+            &signed.timestamp.to_string(),
+            &signed.signature,
+        )
+        .await
     }
 
     /// Posts a callback with exactly these signature headers.

@@ -3,15 +3,17 @@
 
 use crate::helpers::{TestApp, spawn_app_with};
 use api_types::OrderStatus;
-use backend::webhook::WebhookKey;
+use backend::config::PlatformKind;
+use callback_signing::CallbackSecret;
 use platform_sim::{Chaos, Redeliver, Schedule, SimConfig, Simulator};
 use reqwest::StatusCode;
+use secrecy::SecretString;
 use std::time::Duration;
 
 /// A simulator serving on its own port, signing with `secret`.
-async fn start_platform(secret: &str, chaos: Chaos) -> (Simulator, String) {
+async fn start_platform(secret: &CallbackSecret, chaos: Chaos) -> (Simulator, String) {
     let simulator = Simulator::new(SimConfig {
-        secret: secret.to_owned(),
+        secret: secret.clone(),
         schedule: Schedule::Fixed {
             interval: Duration::from_millis(100),
             count: 20,
@@ -30,10 +32,11 @@ async fn start_platform(secret: &str, chaos: Chaos) -> (Simulator, String) {
 }
 
 async fn app_paying_through(chaos: Chaos) -> (TestApp, Simulator) {
-    let secret = WebhookKey::generate().secret().to_owned();
+    let secret = CallbackSecret::generate();
     let (simulator, url) = start_platform(&secret, chaos).await;
     let app = spawn_app_with(|c| {
-        c.webhook_secret = Some(secret);
+        c.webhook_secret = Some(SecretString::from(secret.expose()));
+        c.platform = Some(PlatformKind::Remote);
         c.platform_url = Some(url);
     })
     .await;

@@ -1,6 +1,12 @@
-//! Real processes owned by one test or one load run: the backend binary,
-//! a `redis-server`, a PostgreSQL cluster. Each on its own free port, so a test
-//! may kill, pause, flush or restart it without disturbing anything else.
+//! Test infrastructure, once for every test crate: where the services are
+//! ([`postgres_server_url`], [`redis_url`]), a database per test that is dropped
+//! when the test passes and kept when it fails ([`TestDatabase`]), and the real
+//! processes one test or load run owns: the backend binary, a `redis-server`, a
+//! PostgreSQL cluster. Each process on its own free port, so a test may kill,
+//! pause, flush or restart it without disturbing anything else.
+
+mod database;
+pub use database::{TestDatabase, postgres_server_url, redis_url};
 
 use anyhow::{Context, bail};
 use std::fs::File;
@@ -28,19 +34,36 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// The backend binary: `BACKEND_BIN`, else `target/debug/backend`, built if missing.
+/// The ordinary backend binary (no crash points): `BACKEND_BIN`, else
+/// `target/debug/backend`, built if missing.
 pub fn backend_binary() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("BACKEND_BIN") {
+    binary("BACKEND_BIN", "backend", &[])
+}
+
+/// The backend with crash points (`CRASH_POINTS`), for the fault tests:
+/// `BACKEND_FAULT_INJECTION_BIN`, else `target/debug/backend-fault-injection`,
+/// built with `--features fault-injection` if missing.
+pub fn fault_injection_backend_binary() -> anyhow::Result<PathBuf> {
+    binary(
+        "BACKEND_FAULT_INJECTION_BIN",
+        "backend-fault-injection",
+        &["--features", "fault-injection"],
+    )
+}
+
+fn binary(variable: &str, name: &str, features: &[&str]) -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os(variable) {
         return Ok(PathBuf::from(path));
     }
-    let path = target_dir().join("debug/backend");
+    let path = target_dir().join("debug").join(name);
     if !path.exists() {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "backend", "--bin", "backend"])
+            .args(["build", "-p", "backend", "--bin", name])
+            .args(features)
             .status()
-            .context("cannot run cargo build -p backend")?;
+            .with_context(|| format!("cannot run cargo build -p backend --bin {name}"))?;
         if !status.success() {
-            bail!("cargo build -p backend failed");
+            bail!("cargo build -p backend --bin {name} failed");
         }
     }
     Ok(path)

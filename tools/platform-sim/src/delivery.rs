@@ -10,14 +10,12 @@ use crate::config::{ConfigError, SimConfig};
 use crate::lock;
 use crate::payment::{CallbackRecord, StoredPayment};
 use crate::schedule::scale;
-use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
-use standardwebhooks::Webhook;
-use standardwebhooks::{HEADER_WEBHOOK_ID, HEADER_WEBHOOK_SIGNATURE, HEADER_WEBHOOK_TIMESTAMP};
+use api_types::api::CallbackType;
+use callback_signing::{CallbackSecret, PaymentResult};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
@@ -146,7 +144,7 @@ struct Callback {
 /// Sends callbacks for one simulator.
 pub(crate) struct Deliverer {
     http: reqwest::Client,
-    signer: Webhook,
+    signer: CallbackSecret,
     retry_delays: Vec<Duration>,
     time_scale: f64,
     log: DeliveryLog,
@@ -155,15 +153,7 @@ pub(crate) struct Deliverer {
 impl Deliverer {
     /// A sender signing with the configured secret and retrying on the configured schedule.
     pub fn new(config: &SimConfig, log: DeliveryLog) -> Result<Self, ConfigError> {
-        let signer = Webhook::new(&config.secret).map_err(|_| ConfigError::Secret)?;
-        // `Webhook::new` accepts an empty key, which would sign with nothing.
-        let key = config
-            .secret
-            .strip_prefix("whsec_")
-            .unwrap_or(&config.secret);
-        if key.is_empty() {
-            return Err(ConfigError::Secret);
-        }
+        let signer = config.secret.clone();
         let http = reqwest::Client::builder()
             .timeout(config.request_timeout)
             .build()
@@ -214,26 +204,16 @@ impl Deliverer {
 
     /// A new callback about `payment`, registered in the log so it shows before its first attempt.
     fn new_callback(&self, kind: CallbackType, payment: &StoredPayment) -> Option<Callback> {
-        let now = OffsetDateTime::now_utc();
-        let event = CallbackEvent {
-            kind,
-            timestamp: EventTimestamp::Text(
-                now.format(&Rfc3339).unwrap_or_else(|_| now.to_string()),
-            ),
-            data: CallbackData {
-                order_no: payment.request.order_no.clone(),
+        let body = callback_signing::event_body(
+            &PaymentResult {
+                kind,
+                order_no: &payment.request.order_no,
                 amount_cents: payment.request.amount_cents,
                 currency: payment.request.currency,
-                payment_id: payment.payment_id.clone(),
+                payment_id: &payment.payment_id,
             },
-        };
-        let body = match serde_json::to_vec(&event) {
-            Ok(body) => body,
-            Err(err) => {
-                tracing::error!(error = %err, payment_id = %payment.payment_id, "cannot serialise a callback");
-                return None;
-            }
-        };
+            OffsetDateTime::now_utc(),
+        );
         let callback = Callback {
             id: format!("evt_{}", Uuid::new_v4().simple()),
             kind,
@@ -330,17 +310,15 @@ impl Deliverer {
 
     /// One signed POST. Signed now, so the timestamp is fresh even on the tenth retry.
     async fn attempt(&self, callback: &Callback) -> AttemptOutcome {
-        let timestamp = OffsetDateTime::now_utc().unix_timestamp();
-        let signature = match self.signer.sign(&callback.id, timestamp, &callback.body) {
-            Ok(signature) => signature,
+        let signed = match self.signer.sign_now(&callback.id, &callback.body) {
+            Ok(signed) => signed,
             Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
         };
-        let sent = self
-            .http
-            .post(&callback.notify_url)
-            .header(HEADER_WEBHOOK_ID, &callback.id)
-            .header(HEADER_WEBHOOK_TIMESTAMP, timestamp.to_string())
-            .header(HEADER_WEBHOOK_SIGNATURE, signature)
+        let mut request = self.http.post(&callback.notify_url);
+        for (name, value) in signed.pairs() {
+            request = request.header(name, value);
+        }
+        let sent = request
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(callback.body.clone())
             .send()

@@ -26,8 +26,9 @@ pub mod outcome;
 pub mod payment;
 pub mod schedule;
 
+pub use callback_signing::CallbackSecret;
 pub use chaos::{Chaos, Redeliver};
-pub use config::{ConfigError, SimArgs, SimConfig, generate_secret};
+pub use config::{ConfigError, SimArgs, SimConfig};
 pub use delivery::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use error::SimError;
 pub use outcome::OutcomeRule;

@@ -1,8 +1,9 @@
 //! Runs the sandbox payment platform as its own process: flags and environment
 //! in, HTTP API out, until Ctrl-C or SIGTERM.
 
+use anyhow::Context;
 use clap::Parser;
-use platform_sim::{SimArgs, Simulator};
+use platform_sim::{CallbackSecret, SimArgs, Simulator};
 use std::net::SocketAddr;
 use tracing_subscriber::EnvFilter;
 
@@ -28,7 +29,8 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(filter).init();
 
     let cli = Cli::parse();
-    let simulator = Simulator::try_new(cli.sim.into_config(cli.webhook_secret))?;
+    let secret = CallbackSecret::parse(&cli.webhook_secret).context("WEBHOOK_SECRET")?;
+    let simulator = Simulator::try_new(cli.sim.into_config(secret))?;
     let listener = tokio::net::TcpListener::bind(cli.bind_addr).await?;
     tracing::info!(
         address = %listener.local_addr()?,

@@ -4,6 +4,7 @@
 use crate::error::SimError;
 use api_types::Currency;
 use api_types::api::CallbackType;
+pub use api_types::platform::CreatePayment;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -12,37 +13,23 @@ use uuid::Uuid;
 /// The longest idempotency key accepted (Stripe's limit; keys are meant to be UUIDs).
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 
-/// `POST /v1/payments` body: what the merchant asks the platform to charge.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreatePayment {
-    /// The merchant's order number, echoed in the callback.
-    pub order_no: String,
-    /// Amount in minor units; positive.
-    pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: Currency,
-    /// Where result callbacks are posted (`http://` only: the simulator speaks no TLS).
-    pub notify_url: String,
-}
-
-impl CreatePayment {
-    /// Rejects what no real platform would accept, before anything is stored.
-    fn validate(&self) -> Result<(), SimError> {
-        if self.order_no.trim().is_empty() {
-            return Err(SimError::BadRequest("order_no must not be empty".into()));
-        }
-        if self.amount_cents <= 0 {
-            return Err(SimError::BadRequest("amount_cents must be positive".into()));
-        }
-        let url = reqwest::Url::parse(&self.notify_url)
-            .map_err(|err| SimError::BadRequest(format!("notify_url is not a URL: {err}")))?;
-        if url.scheme() != "http" {
-            return Err(SimError::BadRequest(
-                "notify_url must be http:// (the simulator has no TLS)".into(),
-            ));
-        }
-        Ok(())
+/// Rejects what no real platform would accept, before anything is stored.
+/// `notify_url` must be `http://`: the simulator speaks no TLS.
+fn validate(request: &CreatePayment) -> Result<(), SimError> {
+    if request.order_no.trim().is_empty() {
+        return Err(SimError::BadRequest("order_no must not be empty".into()));
     }
+    if request.amount_cents <= 0 {
+        return Err(SimError::BadRequest("amount_cents must be positive".into()));
+    }
+    let url = reqwest::Url::parse(&request.notify_url)
+        .map_err(|err| SimError::BadRequest(format!("notify_url is not a URL: {err}")))?;
+    if url.scheme() != "http" {
+        return Err(SimError::BadRequest(
+            "notify_url must be http:// (the simulator has no TLS)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Where a payment stands, spelled as on the wire.
@@ -156,7 +143,7 @@ impl PaymentBook {
                 "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
             )));
         }
-        request.validate()?;
+        validate(&request)?;
         match self.by_key.entry(key.to_owned()) {
             Entry::Occupied(entry) => {
                 let existing = self

@@ -235,7 +235,11 @@ pub async fn run(
             .json()
             .await?;
         let order_no = order["order_no"].as_str().context("no order_no")?;
-        callbacks.push(Callback::success(order_no, incident.amount_cents, "EUR"));
+        callbacks.push(Callback::success(
+            order_no,
+            incident.amount_cents,
+            "EUR".parse()?,
+        ));
     }
 
     let deliveries = incident.orders * (incident.concurrency + incident.retries.len() + 1);

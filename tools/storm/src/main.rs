@@ -61,12 +61,9 @@ struct Args {
 }
 
 fn random_secret() -> String {
-    use base64::Engine as _;
-    let bytes: [u8; 32] = rand::random();
-    format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    )
+    callback_signing::CallbackSecret::generate()
+        .expose()
+        .to_owned()
 }
 
 #[tokio::main]
@@ -118,12 +115,19 @@ async fn main() -> anyhow::Result<ExitCode> {
             let backend = BackendProcess::start(
                 &binary,
                 vec![
-                    ("DATABASE_URL".into(), database_url.clone()),
-                    ("REDIS_URL".into(), args.redis_url.clone()),
-                    ("REDIS_KEY_PREFIX".into(), format!("storm:{run_id}:")),
-                    ("WEBHOOK_SECRET".into(), secret.clone()),
-                    ("ADMIN_TOKEN".into(), admin.clone()),
-                    ("RUST_LOG".into(), "info,sqlx=warn,tower_http=warn".into()),
+                    (backend::env::PLATFORM.into(), "sandbox".into()),
+                    (backend::env::DATABASE_URL.into(), database_url.clone()),
+                    (backend::env::REDIS_URL.into(), args.redis_url.clone()),
+                    (
+                        backend::env::REDIS_KEY_PREFIX.into(),
+                        format!("storm:{run_id}:"),
+                    ),
+                    (backend::env::WEBHOOK_SECRET.into(), secret.clone()),
+                    (backend::env::ADMIN_TOKEN.into(), admin.clone()),
+                    (
+                        backend::env::RUST_LOG.into(),
+                        "info,sqlx=warn,tower_http=warn".into(),
+                    ),
                 ],
                 log,
             )

@@ -1,9 +1,9 @@
 //! Signs and delivers callbacks as a payment platform does: Standard Webhooks,
 //! re-signed with a fresh timestamp at each delivery, same id and body.
 
-use serde_json::json;
-use standardwebhooks::Webhook;
-use std::sync::Arc;
+use api_types::Currency;
+use api_types::api::CallbackType;
+use callback_signing::{CallbackSecret, PaymentResult};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -20,22 +20,20 @@ pub struct Callback {
 
 impl Callback {
     /// A `payment.succeeded` callback for an order.
-    pub fn success(order_no: &str, amount_cents: i64, currency: &str) -> Self {
-        let body = json!({
-            "type": "payment.succeeded",
-            "timestamp": time::OffsetDateTime::now_utc()
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default(),
-            "data": {
-                "order_no": order_no,
-                "amount_cents": amount_cents,
-                "currency": currency,
-                "payment_id": format!("pay_{}", Uuid::new_v4().simple()),
-            }
-        });
+    pub fn success(order_no: &str, amount_cents: i64, currency: Currency) -> Self {
+        let body = callback_signing::event_body(
+            &PaymentResult {
+                kind: CallbackType::PaymentSucceeded,
+                order_no,
+                amount_cents,
+                currency,
+                payment_id: &format!("pay_{}", Uuid::new_v4().simple()),
+            },
+            time::OffsetDateTime::now_utc(),
+        );
         Self {
             id: format!("evt_{}", Uuid::new_v4().simple()),
-            body: body.to_string(),
+            body: String::from_utf8_lossy(&body).into_owned(),
             order_no: order_no.to_owned(),
         }
     }
@@ -70,7 +68,7 @@ impl Answer {
 #[derive(Clone)]
 pub struct Sender {
     http: reqwest::Client,
-    key: Arc<Webhook>,
+    key: CallbackSecret,
     callback_url: String,
 }
 
@@ -87,15 +85,15 @@ impl Sender {
         secret: &str,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let key =
-            Webhook::new(secret).map_err(|err| anyhow::anyhow!("bad webhook secret: {err}"))?;
+        let key = CallbackSecret::parse(secret)
+            .map_err(|err| anyhow::anyhow!("bad webhook secret: {err}"))?;
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .pool_max_idle_per_host(256)
             .build()?;
         Ok(Self {
             http,
-            key: Arc::new(key),
+            key,
             callback_url: format!(
                 "{}/api/payments/callback",
                 backend_url.trim_end_matches('/')
@@ -105,23 +103,17 @@ impl Sender {
 
     /// Delivers once.
     pub async fn deliver(&self, callback: &Callback) -> Answer {
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let Ok(signature) = self
-            .key
-            .sign(&callback.id, timestamp, callback.body.as_bytes())
-        else {
+        let Ok(signed) = self.key.sign_now(&callback.id, callback.body.as_bytes()) else {
             return Answer::NoAnswer;
         };
-        let sent = self
+        let mut request = self
             .http
             .post(&self.callback_url)
-            .header("content-type", "application/json")
-            .header("webhook-id", &callback.id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(callback.body.clone())
-            .send()
-            .await;
+            .header("content-type", "application/json");
+        for (name, value) in signed.pairs() {
+            request = request.header(name, value);
+        }
+        let sent = request.body(callback.body.clone()).send().await;
         match sent {
             Ok(response) => Answer::Status(response.status().as_u16()),
             Err(_) => Answer::NoAnswer,

@@ -7,7 +7,7 @@
 //! several Chromiums and backends at once without making timings flaky.
 
 use api_types::api::{CreateOrder, DemoShop, Order};
-use backend::config::Config;
+use backend::config::{Config, PlatformKind};
 use backend::startup::Application;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use std::future::Future;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
 use std::time::{Duration, Instant};
+use testkit::TestDatabase;
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -30,15 +31,6 @@ static TRACING: Once = Once::new();
 
 /// How long to wait for the page to reach an expected state.
 pub const PAGE_TIMEOUT: Duration = Duration::from_secs(15);
-
-fn postgres_base() -> String {
-    std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
-}
-
-fn shared_redis_url() -> String {
-    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
 
 pub use testkit::workspace_root;
 
@@ -55,10 +47,7 @@ fn dist_dir() -> PathBuf {
 
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free local port")
+    testkit::free_port().expect("a free local port")
 }
 
 /// Waits until something accepts TCP connections on `port`.
@@ -100,51 +89,7 @@ impl Drop for GroupChild {
     }
 }
 
-/// A `redis-server` owned by one test, so the test can stop and restart it.
-pub struct OwnRedis {
-    /// Its port.
-    pub port: u16,
-    child: Option<GroupChild>,
-}
-
-impl OwnRedis {
-    /// Starts an empty, non-persistent Redis on a free port.
-    pub fn start() -> Self {
-        let mut redis = Self {
-            port: free_port(),
-            child: None,
-        };
-        redis.restart();
-        redis
-    }
-
-    /// `redis://127.0.0.1:<port>`.
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Kills it; its port stops answering.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill();
-        }
-    }
-
-    /// Starts it again, empty, on the same port.
-    pub fn restart(&mut self) {
-        self.stop();
-        let child = GroupChild::spawn(
-            Command::new("redis-server")
-                .args(["--port", &self.port.to_string()])
-                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        )
-        .expect("redis-server starts (apt-get install redis-server)");
-        self.child = Some(child);
-        wait_for_port(self.port, "redis-server");
-    }
-}
+pub use testkit::OwnedRedis;
 
 /// Headless Chromium behind its own chromedriver, with a fresh profile.
 pub struct Browser {
@@ -283,8 +228,9 @@ pub struct TestApp {
     pub browser: Option<Browser>,
     /// The demo account every order charges.
     pub account_id: Uuid,
-    database_name: String,
     server: JoinHandle<std::io::Result<()>>,
+    /// Dropped after the server: gone when the test passes, kept when it fails.
+    _database: TestDatabase,
     _slot: MutexGuard<'static, ()>,
 }
 
@@ -309,11 +255,12 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     });
     let static_dir = dist_dir();
     let id = Uuid::new_v4().simple().to_string();
-    let database_name = format!("e2e_{id}");
-    let database_url = format!("{}/{database_name}", postgres_base());
+    let database = TestDatabase::new("e2e");
+    let database_url = database.url();
     let config = Config {
+        platform: Some(PlatformKind::Sandbox),
         database_url: database_url.clone(),
-        redis_url: options.redis_url.unwrap_or_else(shared_redis_url),
+        redis_url: options.redis_url.unwrap_or_else(testkit::redis_url),
         redis_key_prefix: format!("e2e:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
         token_ttl_secs: options.token_ttl_secs,
@@ -349,8 +296,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         http,
         browser: Some(browser),
         account_id: shop.account.account_id,
-        database_name,
         server,
+        _database: database,
         _slot: slot,
     }
 }
@@ -361,27 +308,14 @@ impl TestApp {
         &self.browser.as_ref().expect("the browser is open").client
     }
 
-    /// Closes the browser, stops the backend and drops the database. Call at
-    /// the end of a passing test; a failing one leaves the database to look at.
+    /// Closes the browser and stops the backend; the database goes with the
+    /// app (kept, with its name printed, when the test failed).
     pub async fn finish(mut self) {
         if let Some(browser) = self.browser.take() {
             browser.close().await;
         }
         self.server.abort();
         self.db.close().await;
-        let admin = format!("{}/postgres", postgres_base());
-        if let Ok(pool) = PgPoolOptions::new()
-            .max_connections(1)
-            .connect(&admin)
-            .await
-        {
-            let drop = format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.database_name
-            );
-            let _ = sqlx::query(&drop).execute(&pool).await;
-            pool.close().await;
-        }
     }
 
     // ---- scene setting through the API ----

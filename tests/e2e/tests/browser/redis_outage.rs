@@ -1,10 +1,10 @@
 //! The token store (Redis) is down: a clear message, no charge, and paying
 //! works again once it is back.
 
-use crate::helpers::{Options, OwnRedis, TestApp, spawn_app_with};
+use crate::helpers::{Options, OwnedRedis, TestApp, spawn_app_with};
 use api_types::api::Health;
 
-async fn spawn_app_with_own_redis(redis: &OwnRedis) -> TestApp {
+async fn spawn_app_with_own_redis(redis: &OwnedRedis) -> TestApp {
     spawn_app_with(Options {
         redis_url: Some(redis.url()),
         ..Options::default()
@@ -32,7 +32,7 @@ async fn wait_until_backend_sees_redis(app: &TestApp) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_down_the_page_says_so_charges_nothing_and_pays_once_it_is_back() {
     // Arrange: Redis is down before the page loads.
-    let mut redis = OwnRedis::start();
+    let mut redis = OwnedRedis::start().await.expect("redis-server starts");
     let app = spawn_app_with_own_redis(&redis).await;
     let order = app.create_order(1_999).await;
     redis.stop();
@@ -51,7 +51,7 @@ async fn with_redis_down_the_page_says_so_charges_nothing_and_pays_once_it_is_ba
     app.assert_nothing_charged(&order).await;
 
     // Redis comes back (empty, same port): "Try again", then "Pay now" pays once.
-    redis.restart();
+    redis.resume().await.expect("redis-server starts again");
     wait_until_backend_sees_redis(&app).await;
     app.click("retry-button").await;
     app.wait_for_pay_button().await;
@@ -65,7 +65,7 @@ async fn with_redis_down_the_page_says_so_charges_nothing_and_pays_once_it_is_ba
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_failing_at_pay_time_charges_nothing_and_the_page_recovers() {
     // Arrange: the page holds a token, then Redis dies.
-    let mut redis = OwnRedis::start();
+    let mut redis = OwnedRedis::start().await.expect("redis-server starts");
     let app = spawn_app_with_own_redis(&redis).await;
     let order = app.create_order(2_222).await;
     app.open_pay_page(&order.order_no).await;
@@ -81,7 +81,7 @@ async fn redis_failing_at_pay_time_charges_nothing_and_the_page_recovers() {
 
     // Redis restarts empty, so the old token is gone: "Try again" re-sends it,
     // the backend answers TOKEN_INVALID, the page gets a fresh token and says so.
-    redis.restart();
+    redis.resume().await.expect("redis-server starts again");
     wait_until_backend_sees_redis(&app).await;
     app.click("retry-button").await;
     app.wait_for_notice("token-renewed").await;

@@ -3,7 +3,7 @@
 
 use crate::helpers::{Behaviour, Receiver, gaps, spawn_app};
 use api_types::api::{CallbackType, EventTimestamp};
-use platform_sim::{AttemptOutcome, Schedule, generate_secret};
+use platform_sim::{AttemptOutcome, CallbackSecret, Schedule};
 use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -42,7 +42,7 @@ async fn a_receiver_with_another_secret_rejects_every_attempt() {
         };
     })
     .await;
-    let receiver = Receiver::start(&generate_secret(), Behaviour::accept_all()).await;
+    let receiver = Receiver::start(&CallbackSecret::generate(), Behaviour::accept_all()).await;
 
     let created = app.pay(1000, &receiver.url).await;
 

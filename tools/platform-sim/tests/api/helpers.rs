@@ -7,10 +7,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use platform_sim::{Payment, PaymentCreated, Schedule, SimConfig, Simulator, generate_secret};
+use platform_sim::{CallbackSecret, Payment, PaymentCreated, Schedule, SimConfig, Simulator};
 use reqwest::Response;
 use serde_json::{Value, json};
-use standardwebhooks::Webhook;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -25,7 +24,7 @@ static TRACING: Once = Once::new();
 /// The suite's defaults: retries every 50 ms (1 s scaled by 0.05), a 5 ms processing delay.
 pub fn test_config() -> SimConfig {
     SimConfig {
-        secret: generate_secret(),
+        secret: CallbackSecret::generate(),
         schedule: Schedule::Fixed {
             interval: Duration::from_secs(1),
             count: 10,
@@ -44,7 +43,7 @@ pub struct TestApp {
     /// The simulator behind it, for in-process checks.
     pub simulator: Simulator,
     /// The secret it signs with.
-    pub secret: String,
+    pub secret: CallbackSecret,
     /// Client for requests.
     pub http: reqwest::Client,
     server: JoinHandle<()>,
@@ -208,7 +207,7 @@ pub struct Delivery {
 
 #[derive(Clone)]
 struct ReceiverState {
-    verifier: Arc<Webhook>,
+    verifier: CallbackSecret,
     behaviour: Behaviour,
     deliveries: Arc<Mutex<Vec<Delivery>>>,
 }
@@ -229,7 +228,7 @@ impl Drop for Receiver {
 
 impl Receiver {
     /// Starts a receiver on a random port that verifies with `secret`.
-    pub async fn start(secret: &str, behaviour: Behaviour) -> Self {
+    pub async fn start(secret: &CallbackSecret, behaviour: Behaviour) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a random port");
@@ -237,18 +236,22 @@ impl Receiver {
     }
 
     /// Starts a receiver on a given address (to bring a closed port back to life).
-    pub async fn start_on(address: SocketAddr, secret: &str, behaviour: Behaviour) -> Self {
+    pub async fn start_on(
+        address: SocketAddr,
+        secret: &CallbackSecret,
+        behaviour: Behaviour,
+    ) -> Self {
         let listener = TcpListener::bind(address)
             .await
             .expect("bind the reserved port");
         Self::serve(listener, secret, behaviour)
     }
 
-    fn serve(listener: TcpListener, secret: &str, behaviour: Behaviour) -> Self {
+    fn serve(listener: TcpListener, secret: &CallbackSecret, behaviour: Behaviour) -> Self {
         let address = listener.local_addr().expect("local address");
         let deliveries = Arc::new(Mutex::new(Vec::new()));
         let state = ReceiverState {
-            verifier: Arc::new(Webhook::new(secret).expect("valid secret")),
+            verifier: secret.clone(),
             behaviour,
             deliveries: Arc::clone(&deliveries),
         };

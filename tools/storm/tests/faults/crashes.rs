@@ -17,10 +17,10 @@ async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order
         let rig = Rig::start(RigOptions {
             env: vec![
                 (
-                    "CRASH_POINTS".into(),
+                    backend::env::CRASH_POINTS.into(),
                     "callback.before_tx=0.04,callback.in_tx=0.04,callback.after_commit=0.04".into(),
                 ),
-                ("CRASH_SEED".into(), seed.to_string()),
+                (backend::env::CRASH_SEED.into(), seed.to_string()),
             ],
             ..RigOptions::default()
         })
@@ -84,10 +84,10 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
     let rig = Rig::start(RigOptions {
         env: vec![
             (
-                "CRASH_POINTS".into(),
+                backend::env::CRASH_POINTS.into(),
                 "pay.after_getdel=0.2,pay.after_commit=0.2".into(),
             ),
-            ("CRASH_SEED".into(), "11".into()),
+            (backend::env::CRASH_SEED.into(), "11".into()),
         ],
         ..RigOptions::default()
     })

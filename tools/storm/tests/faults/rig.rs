@@ -70,21 +70,33 @@ impl Rig {
         let redis = OwnedRedis::start().await.expect("redis starts");
         let id = Uuid::new_v4().simple().to_string();
         let database_url = format!("{}/checkout_test_{id}", options.postgres);
-        let secret = backend::webhook::WebhookKey::generate().secret().to_owned();
-        let binary = processes::backend_binary().expect("backend binary");
+        let secret = callback_signing::CallbackSecret::generate()
+            .expose()
+            .to_owned();
+        let binary = processes::fault_injection_backend_binary().expect("backend binary");
         let mut backends = Vec::new();
         let mut urls = Vec::new();
         for n in 0..options.backends {
             let mut env = vec![
-                ("DATABASE_URL".to_owned(), database_url.clone()),
-                ("REDIS_URL".to_owned(), redis.url()),
-                ("REDIS_KEY_PREFIX".to_owned(), format!("fault:{id}:")),
-                ("WEBHOOK_SECRET".to_owned(), secret.clone()),
-                ("ADMIN_TOKEN".to_owned(), ADMIN.to_owned()),
-                ("SANDBOX_CALLBACK_DELAY_MS".to_owned(), "100".to_owned()),
-                ("DATABASE_MAX_CONNECTIONS".to_owned(), "10".to_owned()),
+                (backend::env::PLATFORM.to_owned(), "sandbox".to_owned()),
+                (backend::env::DATABASE_URL.to_owned(), database_url.clone()),
+                (backend::env::REDIS_URL.to_owned(), redis.url()),
                 (
-                    "RUST_LOG".to_owned(),
+                    backend::env::REDIS_KEY_PREFIX.to_owned(),
+                    format!("fault:{id}:"),
+                ),
+                (backend::env::WEBHOOK_SECRET.to_owned(), secret.clone()),
+                (backend::env::ADMIN_TOKEN.to_owned(), ADMIN.to_owned()),
+                (
+                    backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
+                    "100".to_owned(),
+                ),
+                (
+                    backend::env::DATABASE_MAX_CONNECTIONS.to_owned(),
+                    "10".to_owned(),
+                ),
+                (
+                    backend::env::RUST_LOG.to_owned(),
                     "info,sqlx=warn,tower_http=warn".to_owned(),
                 ),
             ];
@@ -179,7 +191,7 @@ impl Rig {
         let senders = self.senders();
         let callbacks: Vec<Callback> = orders
             .iter()
-            .map(|o| Callback::success(o, amount, "EUR"))
+            .map(|o| Callback::success(o, amount, "EUR".parse().expect("a currency")))
             .collect();
         let deliveries = callbacks
             .iter()

@@ -1,0 +1,37 @@
+//! The names of the environment variables the backend reads, in one place:
+//! [`crate::config::Config`] reads them, and the tools and tests that start the
+//! backend as a process (storm, bench, the fault tests) set them by these names.
+//! `.env.example` explains each one.
+
+/// PostgreSQL URL; the database is created if missing.
+pub const DATABASE_URL: &str = "DATABASE_URL";
+/// Largest number of PostgreSQL connections in the pool.
+pub const DATABASE_MAX_CONNECTIONS: &str = "DATABASE_MAX_CONNECTIONS";
+/// Redis URL (request tokens only).
+pub const REDIS_URL: &str = "REDIS_URL";
+/// Prefix of every Redis key the backend writes.
+pub const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
+/// Address to listen on.
+pub const BIND_ADDR: &str = "BIND_ADDR";
+/// Seconds a request token stays valid.
+pub const TOKEN_TTL_SECS: &str = "TOKEN_TTL_SECS";
+/// `sandbox` or `remote`: required.
+pub const PLATFORM: &str = "PLATFORM";
+/// Base URL of a remote platform.
+pub const PLATFORM_URL: &str = "PLATFORM_URL";
+/// `whsec_<base64>` callback secret.
+pub const WEBHOOK_SECRET: &str = "WEBHOOK_SECRET";
+/// Bearer token of the admin API.
+pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+/// Directory of the built payment page.
+pub const STATIC_DIR: &str = "STATIC_DIR";
+/// Demo mode.
+pub const DEMO: &str = "DEMO";
+/// Delay of the in-process sandbox platform's callback, in ms.
+pub const SANDBOX_CALLBACK_DELAY_MS: &str = "SANDBOX_CALLBACK_DELAY_MS";
+/// Crash points (`name=probability,...`); read only by builds with the `fault-injection` feature.
+pub const CRASH_POINTS: &str = "CRASH_POINTS";
+/// Seed of the crash-point dice; read only by builds with the `fault-injection` feature.
+pub const CRASH_SEED: &str = "CRASH_SEED";
+/// Log filter (tracing `EnvFilter` syntax).
+pub const RUST_LOG: &str = "RUST_LOG";

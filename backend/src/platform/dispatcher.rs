@@ -1,0 +1,62 @@
+//! When payments are handed over: right after an attempt commits
+//! ([`dispatch`]), and, forever in the background, again for attempts a crash or
+//! a platform outage left committed but unsubmitted ([`run`]).
+
+use super::Platform;
+use crate::db::attempts::{self, AttemptRow};
+use sqlx::PgPool;
+use std::time::Duration;
+
+/// How old an unsubmitted attempt must be before the dispatcher hands it over
+/// again: younger ones are still being handed over by the request that made them.
+const DISPATCH_MIN_AGE_SECS: i64 = 5;
+
+/// Hands one committed attempt to the platform and records when that is done.
+/// Concurrent calls for the same attempt in this process collapse into one.
+pub async fn dispatch(
+    db: &PgPool,
+    platform: &Platform,
+    attempt: &AttemptRow,
+) -> anyhow::Result<()> {
+    {
+        let mut in_flight = platform.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if !in_flight.insert(attempt.payment_id) {
+            return Ok(());
+        }
+    }
+    let result = platform.hand_over(attempt).await;
+    platform
+        .in_flight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&attempt.payment_id);
+    let platform_payment_id = result?;
+    attempts::mark_submitted(db, attempt.payment_id).await?;
+    tracing::info!(payment_id = %attempt.payment_id, %platform_payment_id, "payment handed to the platform");
+    Ok(())
+}
+
+/// Forever: hands over again the attempts that a crash (or a platform outage)
+/// left committed but unsubmitted.
+pub async fn run(db: PgPool, platform: Platform) {
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tick.tick().await;
+        let stuck = match attempts::list_unsubmitted(&db, DISPATCH_MIN_AGE_SECS, 100).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                tracing::warn!(error = %err, "dispatcher could not list unsubmitted attempts");
+                continue;
+            }
+        };
+        for attempt in stuck {
+            let (db, platform) = (db.clone(), platform.clone());
+            tokio::spawn(async move {
+                tracing::info!(payment_id = %attempt.payment_id, "handing over an attempt left unsubmitted");
+                if let Err(err) = dispatch(&db, &platform, &attempt).await {
+                    tracing::warn!(error = %err, payment_id = %attempt.payment_id, "hand-over failed; will retry");
+                }
+            });
+        }
+    }
+}

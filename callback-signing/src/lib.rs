@@ -1,0 +1,438 @@
+//! The one owner of payment-callback secrets and signatures.
+//!
+//! Payment platforms sign each result callback with a secret shared with us,
+//! following Standard Webhooks: an HMAC-SHA256 over `id.timestamp.body`, sent in
+//! three headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The
+//! backend verifies; the sandbox platform, the incident replayer, the benchmark
+//! and the tests sign. They all go through this crate, so they cannot drift
+//! apart: one rule for what a secret is ([`CallbackSecret::parse`]), one way to
+//! sign ([`CallbackSecret::sign`]) and to verify ([`CallbackSecret::verify`]),
+//! one way to build a callback body ([`event_body`]).
+//!
+//! The HMAC itself comes from the `standardwebhooks` crate; this crate adds what
+//! it leaves out: it refuses an empty or short key (`Webhook::new("whsec_")`
+//! succeeds and would sign with nothing), and it keeps the secret out of `Debug`
+//! and logs ([`secrecy`]).
+
+#![warn(missing_docs)]
+
+use api_types::Currency;
+use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
+use base64::Engine;
+use http::{HeaderMap, HeaderValue};
+use secrecy::{ExposeSecret, SecretString};
+use standardwebhooks::{Webhook, WebhookError};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// The header that carries the callback id: our idempotency key for callbacks.
+pub const HEADER_ID: &str = standardwebhooks::HEADER_WEBHOOK_ID;
+/// The header with the Unix timestamp the platform signed.
+pub const HEADER_TIMESTAMP: &str = standardwebhooks::HEADER_WEBHOOK_TIMESTAMP;
+/// The header with the `v1,<base64>` signatures.
+pub const HEADER_SIGNATURE: &str = standardwebhooks::HEADER_WEBHOOK_SIGNATURE;
+
+/// Every secret starts with this.
+pub const SECRET_PREFIX: &str = "whsec_";
+
+/// The fewest key bytes a secret may have. Standard Webhooks recommends keys of
+/// 24 to 64 bytes; fewer make the HMAC guessable.
+pub const MIN_SECRET_BYTES: usize = 24;
+
+/// How many key bytes [`CallbackSecret::generate`] makes.
+pub const GENERATED_SECRET_BYTES: usize = 32;
+
+/// The longest callback id we accept (it is a primary key and a log field).
+pub const MAX_CALLBACK_ID_LEN: usize = 255;
+
+/// Why a text is not a usable secret. The message never contains the secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// It does not start with `whsec_`.
+    #[error("a webhook secret must start with whsec_ (whsec_ followed by base64)")]
+    MissingPrefix,
+    /// What follows `whsec_` is not standard base64.
+    #[error("a webhook secret must be whsec_ followed by standard base64")]
+    NotBase64,
+    /// The key is too short to sign with.
+    #[error(
+        "a webhook secret must hold at least {MIN_SECRET_BYTES} key bytes; this one holds {0} \
+         (make one with: echo whsec_$(head -c 32 /dev/urandom | base64))"
+    )]
+    TooShort(usize),
+}
+
+/// Why a callback's signature was not accepted. The texts are shown to the
+/// platform in the `401` answer, so they say what to fix and nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// One of the three headers is missing.
+    #[error("missing {0} header")]
+    MissingHeader(&'static str),
+    /// A header is not visible ASCII.
+    #[error("{0} header is not valid text")]
+    InvalidHeader(&'static str),
+    /// The timestamp is not a number.
+    #[error("webhook-timestamp is not a Unix timestamp")]
+    InvalidTimestamp,
+    /// Signed more than five minutes ago (a replay, or a very late retry signed long ago).
+    #[error("webhook-timestamp is more than 5 minutes old")]
+    TooOld,
+    /// Signed more than five minutes in the future.
+    #[error("webhook-timestamp is more than 5 minutes in the future")]
+    InFuture,
+    /// The body is not UTF-8.
+    #[error("body is not UTF-8")]
+    InvalidBody,
+    /// No signature matches: another secret, or the body or headers were changed.
+    #[error("signature does not match")]
+    Mismatch,
+    /// The callback id is empty or longer than [`MAX_CALLBACK_ID_LEN`].
+    #[error("webhook-id must be 1 to 255 visible characters")]
+    InvalidId,
+}
+
+/// A body that cannot be signed: Standard Webhooks signs UTF-8 text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a callback body must be UTF-8 to be signed")]
+pub struct BodyNotUtf8;
+
+/// A parsed `whsec_<base64>` secret, ready to sign and verify. Cheap to clone;
+/// `Debug` shows no part of it.
+#[derive(Clone)]
+pub struct CallbackSecret {
+    text: Arc<SecretString>,
+    webhook: Arc<Webhook>,
+}
+
+impl std::fmt::Debug for CallbackSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallbackSecret(whsec_[redacted])")
+    }
+}
+
+impl PartialEq for CallbackSecret {
+    /// Two secrets are equal when they sign alike (configuration comparisons in tests).
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for CallbackSecret {}
+
+impl std::str::FromStr for CallbackSecret {
+    type Err = SecretError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text)
+    }
+}
+
+impl CallbackSecret {
+    /// Parses `whsec_<base64>`, refusing a missing prefix, bad base64 and keys
+    /// shorter than [`MIN_SECRET_BYTES`] (an empty key above all).
+    pub fn parse(text: &str) -> Result<Self, SecretError> {
+        let encoded = text
+            .trim()
+            .strip_prefix(SECRET_PREFIX)
+            .ok_or(SecretError::MissingPrefix)?;
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| SecretError::NotBase64)?;
+        if key.len() < MIN_SECRET_BYTES {
+            return Err(SecretError::TooShort(key.len()));
+        }
+        let webhook = Webhook::from_bytes(key).map_err(|_| SecretError::NotBase64)?;
+        Ok(Self {
+            text: Arc::new(SecretString::from(text.trim().to_owned())),
+            webhook: Arc::new(webhook),
+        })
+    }
+
+    /// A fresh random secret of [`GENERATED_SECRET_BYTES`] bytes from the OS's
+    /// generator, for a sandbox session or a test that does not share one.
+    pub fn generate() -> Self {
+        let key: [u8; GENERATED_SECRET_BYTES] = rand::random();
+        let text = format!(
+            "{SECRET_PREFIX}{}",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        );
+        Self::parse(&text).unwrap_or_else(|_| unreachable!("a generated secret is long enough"))
+    }
+
+    /// The secret's text, to hand to another process (`WEBHOOK_SECRET`). Never log it.
+    pub fn expose(&self) -> &str {
+        self.text.expose_secret()
+    }
+
+    /// Signs `body` as callback `id` at `timestamp` (Unix seconds). Standard
+    /// Webhooks signs text, so a body that is not UTF-8 cannot be signed.
+    pub fn sign(
+        &self,
+        id: &str,
+        timestamp: i64,
+        body: &[u8],
+    ) -> Result<SignedHeaders, BodyNotUtf8> {
+        let signature = self
+            .webhook
+            .sign(id, timestamp, body)
+            .map_err(|_| BodyNotUtf8)?;
+        Ok(SignedHeaders {
+            id: id.to_owned(),
+            timestamp,
+            signature,
+        })
+    }
+
+    /// Signs `body` as callback `id` with the current time: what a platform does
+    /// on every delivery, first or retry.
+    pub fn sign_now(&self, id: &str, body: &[u8]) -> Result<SignedHeaders, BodyNotUtf8> {
+        self.sign(id, OffsetDateTime::now_utc().unix_timestamp(), body)
+    }
+
+    /// Checks the signature and the five-minute timestamp tolerance of a
+    /// callback; returns its id. Call it before parsing anything, so an
+    /// unsigned request cannot make the receiver read its database.
+    pub fn verify<'h>(&self, body: &[u8], headers: &'h HeaderMap) -> Result<&'h str, VerifyError> {
+        self.webhook.verify(body, headers).map_err(describe)?;
+        headers
+            .get(HEADER_ID)
+            .and_then(|value| value.to_str().ok())
+            .filter(|id| !id.is_empty() && id.len() <= MAX_CALLBACK_ID_LEN)
+            .ok_or(VerifyError::InvalidId)
+    }
+}
+
+fn describe(err: WebhookError) -> VerifyError {
+    match err {
+        WebhookError::MissingHeader(name) => VerifyError::MissingHeader(header_name(name)),
+        WebhookError::InvalidHeader(name) => VerifyError::InvalidHeader(header_name(name)),
+        WebhookError::InvalidTimestamp => VerifyError::InvalidTimestamp,
+        WebhookError::TimestampTooOldError => VerifyError::TooOld,
+        WebhookError::FutureTimestampError => VerifyError::InFuture,
+        WebhookError::InvalidPayload => VerifyError::InvalidBody,
+        WebhookError::InvalidSignature | WebhookError::InvalidSecret(_) => VerifyError::Mismatch,
+    }
+}
+
+fn header_name(name: &str) -> &'static str {
+    match name.trim_start_matches("webhook-") {
+        "id" => HEADER_ID,
+        "timestamp" => HEADER_TIMESTAMP,
+        _ => HEADER_SIGNATURE,
+    }
+}
+
+/// The three headers of one signed delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedHeaders {
+    /// `webhook-id`: the callback id.
+    pub id: String,
+    /// `webhook-timestamp`: Unix seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: `v1,<base64>`.
+    pub signature: String,
+}
+
+impl SignedHeaders {
+    /// `(name, value)` of each header, for any HTTP client.
+    pub fn pairs(&self) -> [(&'static str, String); 3] {
+        [
+            (HEADER_ID, self.id.clone()),
+            (HEADER_TIMESTAMP, self.timestamp.to_string()),
+            (HEADER_SIGNATURE, self.signature.clone()),
+        ]
+    }
+
+    /// Puts the three headers into `headers`, replacing earlier ones (a re-signed retry).
+    pub fn apply(&self, headers: &mut HeaderMap) -> Result<(), http::header::InvalidHeaderValue> {
+        for (name, value) in self.pairs() {
+            headers.insert(name, HeaderValue::from_str(&value)?);
+        }
+        Ok(())
+    }
+
+    /// The three headers as a fresh map.
+    pub fn to_header_map(&self) -> Result<HeaderMap, http::header::InvalidHeaderValue> {
+        let mut headers = HeaderMap::with_capacity(3);
+        self.apply(&mut headers)?;
+        Ok(headers)
+    }
+}
+
+/// The payment a callback reports on, as the platform knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentResult<'a> {
+    /// Succeeded or failed.
+    pub kind: CallbackType,
+    /// Our order number.
+    pub order_no: &'a str,
+    /// The amount the platform took (or refused), in minor units.
+    pub amount_cents: i64,
+    /// The amount's currency.
+    pub currency: Currency,
+    /// The platform's payment id.
+    pub payment_id: &'a str,
+}
+
+/// The callback event for `result`, stamped `at` (RFC 3339 in the body).
+pub fn event(result: &PaymentResult<'_>, at: OffsetDateTime) -> CallbackEvent {
+    CallbackEvent {
+        kind: result.kind,
+        timestamp: EventTimestamp::Text(at.format(&Rfc3339).unwrap_or_else(|_| at.to_string())),
+        data: CallbackData {
+            order_no: result.order_no.to_owned(),
+            amount_cents: result.amount_cents,
+            currency: result.currency,
+            payment_id: result.payment_id.to_owned(),
+        },
+    }
+}
+
+/// The JSON body of the callback event for `result`, stamped `at`.
+pub fn event_body(result: &PaymentResult<'_>, at: OffsetDateTime) -> Vec<u8> {
+    // A struct of strings, integers and unit enums always serialises.
+    serde_json::to_vec(&event(result, at)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret_of(bytes: usize) -> String {
+        format!(
+            "{SECRET_PREFIX}{}",
+            base64::engine::general_purpose::STANDARD.encode(vec![7u8; bytes])
+        )
+    }
+
+    #[test]
+    fn an_empty_key_is_refused() {
+        assert_eq!(
+            CallbackSecret::parse("whsec_").map(|_| ()),
+            Err(SecretError::TooShort(0))
+        );
+    }
+
+    #[test]
+    fn a_key_shorter_than_24_bytes_is_refused_and_24_is_accepted() {
+        assert_eq!(
+            CallbackSecret::parse(&secret_of(23)).map(|_| ()),
+            Err(SecretError::TooShort(23))
+        );
+        assert!(CallbackSecret::parse(&secret_of(24)).is_ok());
+    }
+
+    #[test]
+    fn a_secret_without_prefix_or_with_bad_base64_is_refused() {
+        let bare = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
+        assert_eq!(
+            CallbackSecret::parse(&bare).map(|_| ()),
+            Err(SecretError::MissingPrefix)
+        );
+        assert_eq!(
+            CallbackSecret::parse("whsec_not base64!").map(|_| ()),
+            Err(SecretError::NotBase64)
+        );
+    }
+
+    #[test]
+    fn debug_and_errors_never_show_the_secret() {
+        let secret = CallbackSecret::generate();
+        let key_part = &secret.expose()[SECRET_PREFIX.len()..];
+        assert!(!format!("{secret:?}").contains(key_part));
+        let short = secret_of(3);
+        let err = CallbackSecret::parse(&short).err().map(|e| e.to_string());
+        assert!(
+            !err.unwrap_or_default()
+                .contains(&short[SECRET_PREFIX.len()..])
+        );
+    }
+
+    #[test]
+    fn what_one_secret_signs_it_verifies_and_another_does_not() {
+        let secret = CallbackSecret::generate();
+        let body = br#"{"hello":"world"}"#;
+        let headers = secret
+            .sign_now("evt_1", body)
+            .expect("utf-8")
+            .to_header_map()
+            .expect("headers");
+        assert_eq!(secret.verify(body, &headers), Ok("evt_1"));
+        let other = CallbackSecret::generate();
+        assert_eq!(other.verify(body, &headers), Err(VerifyError::Mismatch));
+        assert_eq!(
+            secret.verify(br#"{"hello":"World"}"#, &headers),
+            Err(VerifyError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_signature_older_than_five_minutes_is_refused() {
+        let secret = CallbackSecret::generate();
+        let body = b"{}";
+        let old = OffsetDateTime::now_utc().unix_timestamp() - 301;
+        let headers = secret
+            .sign("evt_1", old, body)
+            .expect("utf-8")
+            .to_header_map()
+            .expect("headers");
+        assert_eq!(secret.verify(body, &headers), Err(VerifyError::TooOld));
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_cannot_be_signed() {
+        let secret = CallbackSecret::generate();
+        assert_eq!(secret.sign_now("evt_1", &[0xff, 0xfe]), Err(BodyNotUtf8));
+    }
+
+    #[test]
+    fn missing_headers_are_named() {
+        let secret = CallbackSecret::generate();
+        let mut headers = secret
+            .sign_now("evt_1", b"{}")
+            .expect("utf-8")
+            .to_header_map()
+            .expect("headers");
+        headers.remove(HEADER_SIGNATURE);
+        assert_eq!(
+            secret.verify(b"{}", &headers),
+            Err(VerifyError::MissingHeader(HEADER_SIGNATURE))
+        );
+    }
+
+    #[test]
+    fn an_overlong_callback_id_is_refused_even_when_signed() {
+        let secret = CallbackSecret::generate();
+        let id = "x".repeat(MAX_CALLBACK_ID_LEN + 1);
+        let headers = secret
+            .sign_now(&id, b"{}")
+            .expect("utf-8")
+            .to_header_map()
+            .expect("headers");
+        assert_eq!(secret.verify(b"{}", &headers), Err(VerifyError::InvalidId));
+    }
+
+    #[test]
+    fn event_body_is_the_wire_callback_event() {
+        let at = OffsetDateTime::from_unix_timestamp(1_796_212_800).expect("valid");
+        let body = event_body(
+            &PaymentResult {
+                kind: CallbackType::PaymentSucceeded,
+                order_no: "ord_1",
+                amount_cents: 1999,
+                currency: "EUR".parse().expect("a currency"),
+                payment_id: "pay_1",
+            },
+            at,
+        );
+        let value: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(value["type"], "payment.succeeded");
+        assert_eq!(value["timestamp"], "2026-12-02T12:00:00Z");
+        assert_eq!(value["data"]["order_no"], "ord_1");
+        assert_eq!(value["data"]["amount_cents"], 1999);
+        assert_eq!(value["data"]["currency"], "EUR");
+        assert_eq!(value["data"]["payment_id"], "pay_1");
+    }
+}

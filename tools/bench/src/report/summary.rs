@@ -1,0 +1,27 @@
+//! What the terminal shows at the end of a run (and after `--report-from`):
+//! the comparison table, the targets and the noise, without the rest of the page.
+
+use super::Results;
+use super::targets::mark;
+use std::fmt::Write as _;
+
+impl Results {
+    /// The summary printed at the end of a run.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "\n{}", self.comparison_table());
+        let _ = writeln!(out, "Targets:");
+        for target in self.targets() {
+            let _ = writeln!(
+                out,
+                "  {:<12} {:<44} wanted {:<22} measured {}",
+                mark(target.met).trim_matches('*'),
+                target.what,
+                target.wanted,
+                target.measured
+            );
+        }
+        let _ = writeln!(out, "\nNoise: {}", self.noise_summary());
+        out
+    }
+}

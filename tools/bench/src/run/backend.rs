@@ -1,0 +1,103 @@
+//! The backend under test: one release process per phase, against the
+//! backend's database and our Redis prefix.
+//!
+//! The callback steps share one process and pay now gets its own (its sandbox
+//! must not deliver callbacks), so each phase's peak memory is its own; the
+//! peak is read just before the process stops.
+
+use super::{Bench, say};
+use crate::machine;
+use anyhow::Context;
+use std::net::SocketAddr;
+use storm::processes::BackendProcess;
+
+impl Bench {
+    /// Starts the backend for phase `name` and makes it the process whose CPU counts as "backend".
+    pub(super) async fn start_backend(
+        &mut self,
+        name: &str,
+        callback_delay_ms: u64,
+    ) -> anyhow::Result<SocketAddr> {
+        let admin: [u8; 16] = rand::random();
+        let mut env = vec![
+            (
+                backend::env::DATABASE_URL.to_owned(),
+                self.server.url(&self.http_db),
+            ),
+            (
+                backend::env::REDIS_URL.to_owned(),
+                self.args.redis_url.clone(),
+            ),
+            (
+                backend::env::REDIS_KEY_PREFIX.to_owned(),
+                format!("{}backend:", self.redis_prefix),
+            ),
+            (
+                backend::env::WEBHOOK_SECRET.to_owned(),
+                self.signer.secret().expose().to_owned(),
+            ),
+            (
+                backend::env::ADMIN_TOKEN.to_owned(),
+                admin.iter().map(|b| format!("{b:02x}")).collect(),
+            ),
+            (backend::env::RUST_LOG.to_owned(), "warn".to_owned()),
+            (
+                backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
+                callback_delay_ms.to_string(),
+            ),
+        ];
+        if let Some(n) = self.args.db_max_connections {
+            env.push((
+                backend::env::DATABASE_MAX_CONNECTIONS.to_owned(),
+                n.to_string(),
+            ));
+        }
+        // Pay-now hands payments to a platform-sim process, as in production;
+        // the callback phases need no platform at all, and use the sandbox.
+        match (name, &self.args.pay_platform_url) {
+            ("pay", Some(url)) => {
+                env.push((backend::env::PLATFORM.to_owned(), "remote".to_owned()));
+                env.push((backend::env::PLATFORM_URL.to_owned(), url.clone()));
+            }
+            _ => env.push((backend::env::PLATFORM.to_owned(), "sandbox".to_owned())),
+        }
+        let log = self.work.join(format!("backend-{name}.log"));
+        let process = BackendProcess::start(&self.backend_bin, env, log).await?;
+        let addr: SocketAddr = process
+            .url()
+            .trim_start_matches("http://")
+            .parse()
+            .context("backend address")?;
+        self.roots.backend = process.pid();
+        say(format!(
+            "    backend pid {} on {addr} ({}), RUST_LOG=warn",
+            process.pid().unwrap_or(0),
+            self.backend_bin.display()
+        ));
+        self.backend = Some((process, addr));
+        Ok(addr)
+    }
+
+    /// The running backend's address, starting the callbacks' backend if none runs.
+    pub(super) async fn backend_addr(&mut self) -> anyhow::Result<SocketAddr> {
+        match &self.backend {
+            Some((_, addr)) => Ok(*addr),
+            None => self.start_backend("callbacks", 500).await,
+        }
+    }
+
+    /// Stops the backend, recording its peak memory under `phase`.
+    pub(super) fn stop_backend(&mut self, phase: &str) {
+        if let Some((mut process, _)) = self.backend.take() {
+            if let Some(kib) = process.pid().and_then(machine::peak_rss_kib) {
+                say(format!(
+                    "    backend peak RSS (VmHWM), {phase}: {:.1} MiB",
+                    kib as f64 / 1024.0
+                ));
+                self.results.peak_rss_kib.push((phase.to_owned(), kib));
+            }
+            process.terminate();
+            self.roots.backend = None;
+        }
+    }
+}

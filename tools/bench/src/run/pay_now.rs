@@ -1,0 +1,106 @@
+//! The pay-now step: request a token, then pay, through the backend; then
+//! `redis-benchmark` on the two Redis commands a pair sends (`SET EX NX` and
+//! `GETDEL`), at the same client counts.
+//!
+//! The backend gets a process of its own whose sandbox delays its callbacks by
+//! an hour, so no callback lands in the window and a pair is pay-now's work alone.
+
+use super::windows::Side;
+use super::{Bench, say};
+use crate::load::Job;
+use crate::postgres::ORDER_PREFIX;
+use crate::redis_bench::{self, RedisCommand};
+use crate::stats::Run;
+use std::net::SocketAddr;
+
+/// Sandbox callback delay for the pay-now phase: an hour, so no callback lands while measuring.
+const PAY_CALLBACK_DELAY_MS: u64 = 3_600_000;
+
+impl Bench {
+    pub(super) async fn step_pay(&mut self) -> anyhow::Result<()> {
+        say(format!(
+            "==> Pay now (request token, then pay) with SANDBOX_CALLBACK_DELAY_MS={PAY_CALLBACK_DELAY_MS}, then redis-benchmark"
+        ));
+        let addr = self.start_backend("pay", PAY_CALLBACK_DELAY_MS).await?;
+        let focus = self.focus();
+        let warmup = self.args.warmup;
+        if warmup > 0 {
+            say(format!(
+                "    warm-up ({warmup} s at {focus} clients, discarded)"
+            ));
+            self.backend_pay(addr, focus, warmup).await?;
+        }
+        for clients in self.args.clients.clone() {
+            let runs = self.backend_pay(addr, clients, self.args.duration).await?;
+            let mut runs = runs.into_iter();
+            let pair = runs.next().unwrap_or_default();
+            say(pair.line("backend pay now (pair)", "pair/s"));
+            let token = runs.next().unwrap_or_default();
+            let submit = runs.next().unwrap_or_default();
+            say(format!(
+                "      token p50 {:.2} ms p99 {:.2} ms; pay p50 {:.2} ms p99 {:.2} ms",
+                token.latency.p50_ms,
+                token.latency.p99_ms,
+                submit.latency.p50_ms,
+                submit.latency.p99_ms
+            ));
+            self.results.pay.push(pair);
+            self.results.pay_token.push(token);
+            self.results.pay_submit.push(submit);
+        }
+        self.stop_backend("pay now");
+        self.redis_rounds().await
+    }
+
+    /// `redis-benchmark` at every client count, under our own key prefix.
+    async fn redis_rounds(&mut self) -> anyhow::Result<()> {
+        let prefix = format!("{}rb:", self.redis_prefix);
+        for clients in self.args.clients.clone() {
+            for command in [RedisCommand::SetExNx, RedisCommand::GetDel] {
+                let run = redis_bench::run(
+                    &self.redis,
+                    &prefix,
+                    command,
+                    clients,
+                    self.args.redis_requests,
+                )
+                .await?;
+                say(run.line(&format!("redis {}", command.label()), "op/s "));
+                match command {
+                    RedisCommand::SetExNx => self.results.redis_set.push(run),
+                    RedisCommand::GetDel => self.results.redis_getdel.push(run),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One pay-now run: the pair's run, then the token call's, then the pay call's.
+    async fn backend_pay(
+        &mut self,
+        addr: SocketAddr,
+        clients: usize,
+        seconds: u64,
+    ) -> anyhow::Result<Vec<Run>> {
+        let need = self.orders_needed(self.pay_hint, seconds, clients);
+        self.http_stock.ensure(need).await?;
+        let base = self.http_stock.next();
+        let per_worker = (need as usize).div_ceil(clients);
+        let jobs = (0..clients)
+            .map(|worker| {
+                Job::PayNow(
+                    (0..per_worker)
+                        .map(|i| format!("{ORDER_PREFIX}{}", base + (worker + clients * i) as i64))
+                        .collect(),
+                )
+            })
+            .collect();
+        self.before_run(Side::Backend, false).await?;
+        let runs = self.load_all(addr, jobs, seconds, "pay now").await?;
+        self.http_stock.skip_used("request_tokens_issued").await?;
+        if let Some(pair) = runs.first() {
+            self.pay_hint = self.pay_hint.max(pair.rate);
+        }
+        Ok(runs)
+    }
+}
