@@ -2,6 +2,8 @@
 //!
 //! Timestamps are RFC 3339 text in UTC. Amounts are integer minor units.
 
+pub use crate::enums::CallbackType;
+use crate::enums::{AnomalyKind, CallbackOutcome, LedgerKind};
 use crate::money::Currency;
 use crate::status::OrderStatus;
 use serde::{Deserialize, Serialize};
@@ -62,8 +64,8 @@ pub struct LedgerEntry {
     pub amount_cents: i64,
     /// Currency of the amount.
     pub currency: Currency,
-    /// `CHARGE`.
-    pub kind: String,
+    /// What kind of movement: `CHARGE`.
+    pub kind: LedgerKind,
     /// The platform's payment id.
     pub payment_id: String,
     /// When it was written.
@@ -127,27 +129,6 @@ pub struct PayAccepted {
     pub payment_id: Uuid,
     /// The order's status when the attempt was accepted: `PENDING`.
     pub status: OrderStatus,
-}
-
-/// What a payment result callback reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CallbackType {
-    /// The platform took the money.
-    #[serde(rename = "payment.succeeded")]
-    PaymentSucceeded,
-    /// The platform will not take the money.
-    #[serde(rename = "payment.failed")]
-    PaymentFailed,
-}
-
-impl CallbackType {
-    /// The spelling on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::PaymentSucceeded => "payment.succeeded",
-            Self::PaymentFailed => "payment.failed",
-        }
-    }
 }
 
 /// The event time inside a callback body: RFC 3339 text or Unix seconds.
@@ -220,13 +201,13 @@ pub struct CallbackHistory {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessedCallback {
     /// `payment.succeeded` or `payment.failed`.
-    pub event_type: String,
+    pub event_type: CallbackType,
     /// The order it was about.
     pub order_no: String,
     /// The platform's payment id.
     pub payment_id: String,
     /// What it did: `CHARGED`, `ORDER_FAILED`, `IGNORED_ANOMALY`, ...
-    pub outcome: String,
+    pub outcome: CallbackOutcome,
     /// When.
     pub processed_at: String,
 }
@@ -235,7 +216,7 @@ pub struct ProcessedCallback {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackDelivery {
     /// What became of it: `CHARGED`, `DUPLICATE`, `AMOUNT_MISMATCH`, `ORDER_NOT_FOUND`, ...
-    pub outcome: String,
+    pub outcome: CallbackOutcome,
     /// What we answered.
     pub http_status: u16,
     /// When it arrived.
@@ -249,9 +230,8 @@ pub struct Anomaly {
     pub callback_id: String,
     /// The order concerned.
     pub order_no: String,
-    /// `AMOUNT_MISMATCH`, `SUCCESS_AFTER_FAILED`, `SECOND_SUCCESS_FOR_PAID_ORDER`,
-    /// `FAILURE_AFTER_PAID`, `CALLBACK_CONFLICT` or `INSUFFICIENT_FUNDS`.
-    pub kind: String,
+    /// Why it needs a person.
+    pub kind: AnomalyKind,
     /// The facts behind it.
     pub details: serde_json::Value,
     /// When it was raised.

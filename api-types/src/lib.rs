@@ -2,15 +2,23 @@
 //!
 //! This crate holds data only: request and answer DTOs ([`api`]), the order
 //! state machine's states and its one transition rule ([`status`]), money in
-//! integer minor units ([`money`]) and the error body with its stable codes
+//! integer minor units ([`money`]), the other fixed sets of names the backend
+//! stores and shows ([`enums`]) and the error body with its stable codes
 //! ([`error`]). It has no business logic and compiles for `wasm32` and native.
+//! With the `sqlx` feature (the backend's), these types also read and write
+//! PostgreSQL text columns.
 
 pub mod api;
+pub mod enums;
 pub mod error;
 pub mod money;
 pub mod platform;
 pub mod status;
 
+#[cfg(feature = "sqlx")]
+mod pg_text;
+
+pub use enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, UnknownName};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use money::{Currency, CurrencyError, format_minor};
 pub use status::OrderStatus;

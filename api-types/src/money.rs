@@ -15,6 +15,9 @@ pub struct Currency([u8; 3]);
 pub struct CurrencyError(pub String);
 
 impl Currency {
+    /// The euro, the demo shop's currency: a constant so no code has to parse it.
+    pub const EUR: Currency = Currency(*b"EUR");
+
     /// The code as text, e.g. `"EUR"`.
     pub fn as_str(&self) -> &str {
         // Only ASCII capitals are ever stored, so this cannot fail.

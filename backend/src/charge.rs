@@ -18,18 +18,23 @@
 //! platform's retry then finds either "duplicate" or a clean slate.
 
 use crate::db::accounts;
-use crate::db::callbacks::{self, AnomalyKind, Delivery, NewCallback, NewCharge};
+use crate::db::anomalies;
+use crate::db::callbacks::{self, NewCallback};
+use crate::db::deliveries::{self, Delivery};
+use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
 use crate::error::ApiError;
 use crate::faults;
-use api_types::OrderStatus;
 use api_types::api::{CallbackAck, CallbackEvent, CallbackType};
+use api_types::{AnomalyKind, CallbackOutcome, OrderStatus};
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
 
 /// The statements one path of the callback handler runs, in order: some on
 /// their own (autocommit), then the rest between BEGIN and COMMIT. The benchmark
-/// replays exactly these with pgbench.
+/// replays exactly these with pgbench. Each is the text of a file in
+/// `backend/sql/callback/`, the same file the query function runs with
+/// `sqlx::query_file!`, so what is measured cannot drift from what runs.
 #[derive(Debug, Clone, Copy)]
 pub struct CallbackSql {
     /// Run one by one, each its own transaction.
@@ -51,10 +56,10 @@ pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
     in_tx: &[
         orders::LOCK_WITH_ACCOUNT_SQL,
         callbacks::INSERT_SQL,
-        callbacks::INSERT_CHARGE_SQL,
+        ledger::INSERT_CHARGE_SQL,
         orders::MARK_PAID_SQL,
         accounts::DEDUCT_SQL,
-        callbacks::RECORD_DELIVERY_SQL,
+        deliveries::RECORD_SQL,
     ],
 };
 
@@ -96,15 +101,15 @@ pub enum Decision {
 
 impl Decision {
     /// The outcome recorded for the callback and its delivery.
-    pub const fn outcome(self) -> &'static str {
+    pub const fn outcome(self) -> CallbackOutcome {
         match self {
-            Self::Charge => "CHARGED",
-            Self::FailOrder { anomaly: None, .. } => "ORDER_FAILED",
+            Self::Charge => CallbackOutcome::Charged,
+            Self::FailOrder { anomaly: None, .. } => CallbackOutcome::OrderFailed,
             Self::FailOrder {
                 anomaly: Some(_), ..
-            } => "ORDER_FAILED_INSUFFICIENT_FUNDS",
-            Self::Ignore { anomaly: None } => "IGNORED_ORDER_FINAL",
-            Self::Ignore { anomaly: Some(_) } => "IGNORED_ANOMALY",
+            } => CallbackOutcome::OrderFailedInsufficientFunds,
+            Self::Ignore { anomaly: None } => CallbackOutcome::IgnoredOrderFinal,
+            Self::Ignore { anomaly: Some(_) } => CallbackOutcome::IgnoredAnomaly,
         }
     }
 }
@@ -163,20 +168,19 @@ pub async fn apply_callback(
     let mut tx = db.begin().await?;
 
     let Some(order) = orders::lock_with_account(&mut *tx, &data.order_no).await? else {
-        log_delivery(&mut tx, callback, "ORDER_NOT_FOUND", 404).await?;
+        log_delivery(&mut tx, callback, CallbackOutcome::OrderNotFound, 404).await?;
         tx.commit().await?;
         tracing::warn!("callback for an unknown order refused");
         return Err(ApiError::OrderNotFound);
     };
 
-    if order.amount_cents != data.amount_cents || order.currency != data.currency.as_str() {
+    if order.amount_cents != data.amount_cents || order.currency != data.currency {
         return refuse_amount_mismatch(tx, callback, &order).await;
     }
 
-    let status: OrderStatus = order.status.parse().map_err(ApiError::internal)?;
     let decision = decide(
         callback.event.kind,
-        status,
+        order.status,
         order.balance_cents,
         order.amount_cents,
     );
@@ -186,7 +190,7 @@ pub async fn apply_callback(
         NewCallback {
             callback_id: &callback.callback_id,
             body_sha256: &callback.body_sha256,
-            event_type: callback.event.kind.as_str(),
+            event_type: callback.event.kind,
             order_no: &order.order_no,
             payment_id: &data.payment_id,
             outcome: decision.outcome(),
@@ -206,7 +210,7 @@ pub async fn apply_callback(
     faults::crash_point("callback.in_tx");
     tx.commit().await?;
     faults::crash_point("callback.after_commit");
-    tracing::info!(outcome = decision.outcome(), "callback applied");
+    tracing::info!(outcome = decision.outcome().as_str(), "callback applied");
     Ok(CallbackAck {
         code: "SUCCESS".into(),
         duplicate: false,
@@ -224,14 +228,14 @@ async fn execute(
     // What the decision puts in front of a person, with the facts behind it.
     let flagged = match decision {
         Decision::Charge => {
-            let inserted = callbacks::insert_charge(
+            let inserted = ledger::insert_charge(
                 &mut **tx,
                 NewCharge {
                     callback_id: &callback.callback_id,
                     order_no: &order.order_no,
                     account_id: order.account_id,
                     amount_cents: order.amount_cents,
-                    currency: &order.currency,
+                    currency: order.currency,
                     payment_id: &callback.event.data.payment_id,
                 },
             )
@@ -271,7 +275,7 @@ async fn execute(
         }),
     };
     if let Some((kind, details)) = flagged {
-        callbacks::record_anomaly(
+        anomalies::record(
             &mut **tx,
             &callback.callback_id,
             &order.order_no,
@@ -294,7 +298,7 @@ async fn answer_if_seen(
         db,
         &callback.callback_id,
         &callback.event.data.order_no,
-        callback.event.kind.as_str(),
+        callback.event.kind,
         &callback.body_sha256,
     )
     .await?
@@ -314,7 +318,7 @@ async fn answer_if_seen(
         "first_outcome": seen.outcome,
     });
     let mut tx = db.begin().await?;
-    callbacks::record_anomaly(
+    anomalies::record(
         &mut *tx,
         &callback.callback_id,
         &callback.event.data.order_no,
@@ -322,7 +326,7 @@ async fn answer_if_seen(
         details,
     )
     .await?;
-    log_delivery(&mut tx, callback, "CALLBACK_CONFLICT", 409).await?;
+    log_delivery(&mut tx, callback, CallbackOutcome::CallbackConflict, 409).await?;
     tx.commit().await?;
     Err(ApiError::CallbackConflict)
 }
@@ -339,7 +343,7 @@ async fn refuse_amount_mismatch(
         "callback_amount_cents": data.amount_cents,
         "callback_currency": data.currency.as_str(),
     });
-    callbacks::record_anomaly(
+    anomalies::record(
         &mut *tx,
         &callback.callback_id,
         &order.order_no,
@@ -347,7 +351,7 @@ async fn refuse_amount_mismatch(
         details,
     )
     .await?;
-    log_delivery(&mut tx, callback, "AMOUNT_MISMATCH", 422).await?;
+    log_delivery(&mut tx, callback, CallbackOutcome::AmountMismatch, 422).await?;
     tx.commit().await?;
     Err(ApiError::AmountMismatch(format!(
         "callback reports {} {}, the order is {} {}; nothing was charged",
@@ -358,15 +362,15 @@ async fn refuse_amount_mismatch(
 async fn log_delivery(
     tx: &mut Transaction<'_, Postgres>,
     callback: &VerifiedCallback,
-    outcome: &str,
+    outcome: CallbackOutcome,
     http_status: u16,
 ) -> Result<(), ApiError> {
-    callbacks::record_delivery(
+    deliveries::record(
         &mut **tx,
         Delivery {
             callback_id: &callback.callback_id,
             order_no: Some(&callback.event.data.order_no),
-            event_type: Some(callback.event.kind.as_str()),
+            event_type: Some(callback.event.kind),
             outcome,
             http_status,
         },

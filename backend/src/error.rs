@@ -3,7 +3,7 @@
 //! Database and internal failures are logged with their cause chain and answered
 //! with a generic message: SQL text never leaves the process.
 
-use api_types::{ErrorBody, ErrorCode, OrderStatus};
+use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus};
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -47,9 +47,9 @@ pub enum ApiError {
     #[error("the account holds {account}, the order is in {order}")]
     CurrencyMismatch {
         /// The account's currency.
-        account: String,
+        account: Currency,
         /// The requested currency.
-        order: String,
+        order: Currency,
     },
     /// Redis is unreachable or too slow.
     #[error("the request-token store is unavailable")]

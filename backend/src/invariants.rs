@@ -38,95 +38,117 @@ pub struct Violations(pub Vec<String>);
 pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
     let mut violations = Vec::new();
 
-    let repeated_callbacks: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT callback_id, count(*) FROM payment_ledger GROUP BY callback_id HAVING count(*) > 1",
+    let repeated_callbacks = sqlx::query!(
+        r#"SELECT callback_id, count(*) AS "count!" FROM payment_ledger
+           GROUP BY callback_id HAVING count(*) > 1"#
     )
     .fetch_all(db)
     .await?;
-    for (callback_id, count) in repeated_callbacks {
-        violations.push(format!("callback {callback_id} has {count} ledger rows"));
-    }
-
-    let double_charged: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT order_no, count(*) FROM payment_ledger WHERE kind = 'CHARGE'
-         GROUP BY order_no HAVING count(*) > 1",
-    )
-    .fetch_all(db)
-    .await?;
-    for (order_no, count) in double_charged {
-        violations.push(format!("order {order_no} was charged {count} times"));
-    }
-
-    let inconsistent_orders: Vec<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(
-        "SELECT o.order_no, o.status, o.amount_cents, coalesce(l.charges, 0), l.charged
-         FROM orders o
-         LEFT JOIN (SELECT order_no, count(*) AS charges, sum(amount_cents)::bigint AS charged,
-                           bool_and(currency = (SELECT currency FROM orders WHERE order_no = pl.order_no)) AS same_currency
-                    FROM payment_ledger pl WHERE kind = 'CHARGE' GROUP BY order_no) l
-           ON l.order_no = o.order_no
-         WHERE (o.status = 'PAID') IS DISTINCT FROM
-               (coalesce(l.charges, 0) = 1 AND l.charged = o.amount_cents AND l.same_currency)",
-    )
-    .fetch_all(db)
-    .await?;
-    for (order_no, status, amount, charges, charged) in inconsistent_orders {
+    for row in repeated_callbacks {
         violations.push(format!(
-            "order {order_no} is {status} (amount {amount}) but has {charges} charge(s) totalling {}",
-            charged.unwrap_or(0)
+            "callback {} has {} ledger rows",
+            row.callback_id, row.count
         ));
     }
 
-    let unbalanced: Vec<(uuid::Uuid, i64, i64, i64)> = sqlx::query_as(
-        "SELECT a.account_id, a.opening_balance_cents, a.balance_cents, coalesce(sum(l.amount_cents), 0)::bigint
-         FROM accounts a
-         LEFT JOIN payment_ledger l ON l.account_id = a.account_id AND l.kind = 'CHARGE'
-         GROUP BY a.account_id
-         HAVING a.opening_balance_cents - a.balance_cents <> coalesce(sum(l.amount_cents), 0)
-             OR a.balance_cents < 0",
+    let double_charged = sqlx::query!(
+        r#"SELECT order_no, count(*) AS "count!" FROM payment_ledger WHERE kind = 'CHARGE'
+           GROUP BY order_no HAVING count(*) > 1"#
     )
     .fetch_all(db)
     .await?;
-    for (account_id, opening, balance, charged) in unbalanced {
+    for row in double_charged {
         violations.push(format!(
-            "account {account_id}: opening {opening} - balance {balance} = {} but charges total {charged}",
-            opening - balance
+            "order {} was charged {} times",
+            row.order_no, row.count
         ));
     }
 
-    let malformed: Vec<(String, String)> = sqlx::query_as(
+    let inconsistent_orders = sqlx::query!(
+        r#"SELECT o.order_no, o.status, o.amount_cents,
+                  coalesce(l.charges, 0) AS "charges!", l.charged AS "charged?"
+           FROM orders o
+           LEFT JOIN (SELECT order_no, count(*) AS charges, sum(amount_cents)::bigint AS charged,
+                             bool_and(currency = (SELECT currency FROM orders WHERE order_no = pl.order_no)) AS same_currency
+                      FROM payment_ledger pl WHERE kind = 'CHARGE' GROUP BY order_no) l
+             ON l.order_no = o.order_no
+           WHERE (o.status = 'PAID') IS DISTINCT FROM
+                 (coalesce(l.charges, 0) = 1 AND l.charged = o.amount_cents AND l.same_currency)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in inconsistent_orders {
+        violations.push(format!(
+            "order {} is {} (amount {}) but has {} charge(s) totalling {}",
+            row.order_no,
+            row.status,
+            row.amount_cents,
+            row.charges,
+            row.charged.unwrap_or(0)
+        ));
+    }
+
+    let unbalanced = sqlx::query!(
+        r#"SELECT a.account_id, a.opening_balance_cents, a.balance_cents,
+                  coalesce(sum(l.amount_cents), 0)::bigint AS "charged!"
+           FROM accounts a
+           LEFT JOIN payment_ledger l ON l.account_id = a.account_id AND l.kind = 'CHARGE'
+           GROUP BY a.account_id
+           HAVING a.opening_balance_cents - a.balance_cents <> coalesce(sum(l.amount_cents), 0)
+               OR a.balance_cents < 0"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in unbalanced {
+        violations.push(format!(
+            "account {}: opening {} - balance {} = {} but charges total {}",
+            row.account_id,
+            row.opening_balance_cents,
+            row.balance_cents,
+            row.opening_balance_cents - row.balance_cents,
+            row.charged
+        ));
+    }
+
+    let malformed = sqlx::query!(
         "SELECT order_no, status FROM orders
          WHERE (status = 'PAID') <> (paid_at IS NOT NULL)
-            OR (status = 'FAILED') <> (failure_reason IS NOT NULL)",
+            OR (status = 'FAILED') <> (failure_reason IS NOT NULL)"
     )
     .fetch_all(db)
     .await?;
-    for (order_no, status) in malformed {
+    for row in malformed {
         violations.push(format!(
-            "order {order_no} is {status} with inconsistent paid_at/failure_reason"
+            "order {} is {} with inconsistent paid_at/failure_reason",
+            row.order_no, row.status
         ));
     }
 
     if !violations.is_empty() {
         return Ok(Err(Violations(violations)));
     }
-    let (orders, paid, failed, pending): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT count(*), count(*) FILTER (WHERE status = 'PAID'), count(*) FILTER (WHERE status = 'FAILED'),
-                count(*) FILTER (WHERE status = 'PENDING') FROM orders",
+    let counts = sqlx::query!(
+        r#"SELECT count(*) AS "orders!",
+                  count(*) FILTER (WHERE status = 'PAID') AS "paid!",
+                  count(*) FILTER (WHERE status = 'FAILED') AS "failed!",
+                  count(*) FILTER (WHERE status = 'PENDING') AS "pending!"
+           FROM orders"#
     )
     .fetch_one(db)
     .await?;
-    let charges: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM payment_ledger WHERE kind = 'CHARGE'")
-            .fetch_one(db)
-            .await?;
-    let accounts: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
+    let charges = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM payment_ledger WHERE kind = 'CHARGE'"#
+    )
+    .fetch_one(db)
+    .await?;
+    let accounts = sqlx::query_scalar!(r#"SELECT count(*) AS "count!" FROM accounts"#)
         .fetch_one(db)
         .await?;
     Ok(Ok(Report {
-        orders,
-        paid,
-        failed,
-        pending,
+        orders: counts.orders,
+        paid: counts.paid,
+        failed: counts.failed,
+        pending: counts.pending,
         charges,
         accounts,
     }))

@@ -1,11 +1,12 @@
 //! `accounts`: balances in minor units.
 
+use api_types::Currency;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// A row of `accounts`.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct AccountRow {
     /// Primary key.
     pub account_id: Uuid,
@@ -13,8 +14,8 @@ pub struct AccountRow {
     pub balance_cents: i64,
     /// Balance at opening.
     pub opening_balance_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// The account's currency.
+    pub currency: Currency,
     /// When it was opened.
     pub created_at: OffsetDateTime,
 }
@@ -25,16 +26,16 @@ pub async fn insert(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
     balance_cents: i64,
-    currency: &str,
+    currency: Currency,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency)
          VALUES ($1, $2, $2, $3)
          ON CONFLICT (account_id) DO NOTHING",
+        account_id,
+        balance_cents,
+        currency.as_str(),
     )
-    .bind(account_id)
-    .bind(balance_cents)
-    .bind(currency)
     .execute(db)
     .await?;
     Ok(())
@@ -43,18 +44,19 @@ pub async fn insert(
 /// Reads one account.
 #[tracing::instrument(name = "db.accounts.find", skip(db))]
 pub async fn find(db: impl PgExecutor<'_>, account_id: Uuid) -> sqlx::Result<Option<AccountRow>> {
-    sqlx::query_as(
-        "SELECT account_id, balance_cents, opening_balance_cents, currency, created_at
-         FROM accounts WHERE account_id = $1",
+    sqlx::query_as!(
+        AccountRow,
+        r#"SELECT account_id, balance_cents, opening_balance_cents,
+                  currency AS "currency: Currency", created_at
+           FROM accounts WHERE account_id = $1"#,
+        account_id,
     )
-    .bind(account_id)
     .fetch_optional(db)
     .await
 }
 
-/// SQL of [`deduct`].
-pub const DEDUCT_SQL: &str = "UPDATE accounts SET balance_cents = balance_cents - $2
-         WHERE account_id = $1 AND balance_cents >= $2";
+/// SQL of [`deduct`], a step of the callback transaction (the benchmark replays it).
+pub const DEDUCT_SQL: &str = include_str!("../../sql/callback/deduct_balance.sql");
 
 /// Deducts a charge, guarded so the balance can never go below zero.
 /// Returns false (and changes nothing) when the balance is too low.
@@ -64,9 +66,7 @@ pub async fn deduct(
     account_id: Uuid,
     amount_cents: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(DEDUCT_SQL)
-        .bind(account_id)
-        .bind(amount_cents)
+    let result = sqlx::query_file!("sql/callback/deduct_balance.sql", account_id, amount_cents)
         .execute(db)
         .await?;
     Ok(result.rows_affected() == 1)

@@ -1,7 +1,7 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
+use api_types::Currency;
 use sqlx::PgExecutor;
-use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ pub const TOKEN_UNIQUE: &str = "payment_attempts_request_token_key";
 pub const ORDER_UNIQUE: &str = "payment_attempts_order_no_key";
 
 /// A row of `payment_attempts`.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct AttemptRow {
     /// Our payment id.
     pub payment_id: Uuid,
@@ -21,18 +21,15 @@ pub struct AttemptRow {
     pub order_no: String,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// HTTP status of the winner's answer.
     pub response_status: i16,
     /// Body of the winner's answer.
-    pub response_body: Json<serde_json::Value>,
+    pub response_body: serde_json::Value,
     /// When the platform accepted it; NULL until then.
     pub submitted_at: Option<OffsetDateTime>,
 }
-
-const COLUMNS: &str = "payment_id, request_token, order_no, amount_cents, currency, \
-                       response_status, response_body, submitted_at";
 
 /// The attempt a token made, if any: how a replay is answered without Redis.
 #[tracing::instrument(name = "db.attempts.find_by_token", skip(db))]
@@ -40,10 +37,13 @@ pub async fn find_by_token(
     db: impl PgExecutor<'_>,
     request_token: Uuid,
 ) -> sqlx::Result<Option<AttemptRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM payment_attempts WHERE request_token = $1"
-    ))
-    .bind(request_token)
+    sqlx::query_as!(
+        AttemptRow,
+        r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
+                  response_status, response_body, submitted_at
+           FROM payment_attempts WHERE request_token = $1"#,
+        request_token,
+    )
     .fetch_optional(db)
     .await
 }
@@ -54,10 +54,13 @@ pub async fn find_by_order(
     db: impl PgExecutor<'_>,
     order_no: &str,
 ) -> sqlx::Result<Option<AttemptRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM payment_attempts WHERE order_no = $1"
-    ))
-    .bind(order_no)
+    sqlx::query_as!(
+        AttemptRow,
+        r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
+                  response_status, response_body, submitted_at
+           FROM payment_attempts WHERE order_no = $1"#,
+        order_no,
+    )
     .fetch_optional(db)
     .await
 }
@@ -73,8 +76,8 @@ pub struct NewAttempt<'a> {
     pub order_no: &'a str,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: &'a str,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// HTTP status of the answer to replay.
     pub response_status: i16,
     /// Body of the answer to replay.
@@ -84,19 +87,21 @@ pub struct NewAttempt<'a> {
 /// Inserts a new attempt with the answer that will be replayed for its token.
 #[tracing::instrument(name = "db.attempts.insert", skip(db, new), fields(order_no = new.order_no))]
 pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Result<AttemptRow> {
-    sqlx::query_as(&format!(
-        "INSERT INTO payment_attempts
-             (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         RETURNING {COLUMNS}"
-    ))
-    .bind(new.payment_id)
-    .bind(new.request_token)
-    .bind(new.order_no)
-    .bind(new.amount_cents)
-    .bind(new.currency)
-    .bind(new.response_status)
-    .bind(Json(new.response_body))
+    sqlx::query_as!(
+        AttemptRow,
+        r#"INSERT INTO payment_attempts
+               (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)
+           RETURNING payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
+                     response_status, response_body, submitted_at"#,
+        new.payment_id,
+        new.request_token,
+        new.order_no,
+        new.amount_cents,
+        new.currency.as_str(),
+        new.response_status,
+        new.response_body,
+    )
     .fetch_one(db)
     .await
 }
@@ -104,11 +109,11 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Resul
 /// Marks an attempt as accepted by the payment platform.
 #[tracing::instrument(name = "db.attempts.mark_submitted", skip(db))]
 pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE payment_attempts SET submitted_at = now()
          WHERE payment_id = $1 AND submitted_at IS NULL",
+        payment_id,
     )
-    .bind(payment_id)
     .execute(db)
     .await?;
     Ok(())
@@ -118,7 +123,7 @@ pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::
 /// `Platform::forget_in_process_hand_overs`). Returns how many.
 #[tracing::instrument(name = "db.attempts.reset_submitted_of_pending_orders", skip(db))]
 pub async fn reset_submitted_of_pending_orders(db: impl PgExecutor<'_>) -> sqlx::Result<u64> {
-    let result = sqlx::query(
+    let result = sqlx::query!(
         "UPDATE payment_attempts a SET submitted_at = NULL
          FROM orders o
          WHERE o.order_no = a.order_no AND o.status = 'PENDING' AND a.submitted_at IS NOT NULL",
@@ -136,13 +141,18 @@ pub async fn list_unsubmitted(
     min_age_secs: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<AttemptRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM payment_attempts
-         WHERE submitted_at IS NULL AND created_at < now() - make_interval(secs => $1)
-         ORDER BY created_at LIMIT $2"
-    ))
-    .bind(min_age_secs as f64)
-    .bind(limit)
+    // make_interval takes seconds as double precision.
+    let min_age_secs = min_age_secs as f64;
+    sqlx::query_as!(
+        AttemptRow,
+        r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
+                  response_status, response_body, submitted_at
+           FROM payment_attempts
+           WHERE submitted_at IS NULL AND created_at < now() - make_interval(secs => $1)
+           ORDER BY created_at LIMIT $2"#,
+        min_age_secs,
+        limit,
+    )
     .fetch_all(db)
     .await
 }

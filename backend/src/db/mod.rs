@@ -1,11 +1,19 @@
-//! Plain SQL, one function per statement. Every function takes `impl PgExecutor`
-//! so it runs on the pool or inside a transaction, and is traced.
+//! Plain SQL, one function per statement, one file per table. Every function
+//! takes `impl PgExecutor` so it runs on the pool or inside a transaction, and is
+//! traced. Every statement is a sqlx `query!`-family macro, checked against the
+//! schema at compile time (offline, from the committed `.sqlx/`); enums and
+//! currencies are read straight from rows with `AS "col: Type"` overrides. The
+//! callback transaction's statements are files in `backend/sql/callback/`,
+//! because the benchmark replays those same files.
 //!
 //! Constraint names used in error mapping are declared in `migrations/`.
 
 pub mod accounts;
+pub mod anomalies;
 pub mod attempts;
 pub mod callbacks;
+pub mod deliveries;
+pub mod ledger;
 pub mod orders;
 
 use time::OffsetDateTime;

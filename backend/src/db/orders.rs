@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// A row of `orders`.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct OrderRow {
     /// Unguessable order number.
     pub order_no: String,
@@ -15,10 +15,10 @@ pub struct OrderRow {
     pub account_id: Uuid,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
-    /// `PENDING`, `PAID` or `FAILED`.
-    pub status: String,
+    /// Currency of the amount.
+    pub currency: Currency,
+    /// Where the order stands.
+    pub status: OrderStatus,
     /// Why it failed.
     pub failure_reason: Option<String>,
     /// Creation time.
@@ -28,28 +28,20 @@ pub struct OrderRow {
 }
 
 impl OrderRow {
-    /// The parsed status; the CHECK constraint guarantees it is known.
-    pub fn status(&self) -> anyhow::Result<OrderStatus> {
-        Ok(self.status.parse()?)
-    }
-
     /// The wire form.
-    pub fn to_dto(&self) -> anyhow::Result<api_types::api::Order> {
-        Ok(api_types::api::Order {
+    pub fn to_dto(&self) -> api_types::api::Order {
+        api_types::api::Order {
             order_no: self.order_no.clone(),
             account_id: self.account_id,
             amount_cents: self.amount_cents,
-            currency: self.currency.parse::<Currency>()?,
-            status: self.status()?,
+            currency: self.currency,
+            status: self.status,
             created_at: rfc3339(self.created_at),
             paid_at: self.paid_at.map(rfc3339),
             failure_reason: self.failure_reason.clone(),
-        })
+        }
     }
 }
-
-const COLUMNS: &str =
-    "order_no, account_id, amount_cents, currency, status, failure_reason, created_at, paid_at";
 
 /// Creates a PENDING order.
 #[tracing::instrument(name = "db.orders.insert", skip(db))]
@@ -58,16 +50,19 @@ pub async fn insert(
     order_no: &str,
     account_id: Uuid,
     amount_cents: i64,
-    currency: &str,
+    currency: Currency,
 ) -> sqlx::Result<OrderRow> {
-    sqlx::query_as(&format!(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency)
-         VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
-    ))
-    .bind(order_no)
-    .bind(account_id)
-    .bind(amount_cents)
-    .bind(currency)
+    sqlx::query_as!(
+        OrderRow,
+        r#"INSERT INTO orders (order_no, account_id, amount_cents, currency)
+           VALUES ($1, $2, $3, $4)
+           RETURNING order_no, account_id, amount_cents, currency AS "currency: Currency",
+                     status AS "status: OrderStatus", failure_reason, created_at, paid_at"#,
+        order_no,
+        account_id,
+        amount_cents,
+        currency.as_str(),
+    )
     .fetch_one(db)
     .await
 }
@@ -75,10 +70,15 @@ pub async fn insert(
 /// Reads one order.
 #[tracing::instrument(name = "db.orders.find", skip(db))]
 pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Option<OrderRow>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE order_no = $1"))
-        .bind(order_no)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        OrderRow,
+        r#"SELECT order_no, account_id, amount_cents, currency AS "currency: Currency",
+                  status AS "status: OrderStatus", failure_reason, created_at, paid_at
+           FROM orders WHERE order_no = $1"#,
+        order_no,
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// The newest orders of an account.
@@ -88,17 +88,20 @@ pub async fn list_for_account(
     account_id: Uuid,
     limit: i64,
 ) -> sqlx::Result<Vec<OrderRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM orders WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2"
-    ))
-    .bind(account_id)
-    .bind(limit)
+    sqlx::query_as!(
+        OrderRow,
+        r#"SELECT order_no, account_id, amount_cents, currency AS "currency: Currency",
+                  status AS "status: OrderStatus", failure_reason, created_at, paid_at
+           FROM orders WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2"#,
+        account_id,
+        limit,
+    )
     .fetch_all(db)
     .await
 }
 
 /// An order locked together with its account's balance, for deciding a state change.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct LockedOrder {
     /// Order number.
     pub order_no: String,
@@ -106,20 +109,17 @@ pub struct LockedOrder {
     pub account_id: Uuid,
     /// Amount in minor units.
     pub amount_cents: i64,
-    /// ISO 4217 code.
-    pub currency: String,
+    /// Currency of the amount.
+    pub currency: Currency,
     /// Current status.
-    pub status: String,
+    pub status: OrderStatus,
     /// The account's balance, read under the same lock.
     pub balance_cents: i64,
 }
 
-/// SQL of [`lock_with_account`].
+/// SQL of [`lock_with_account`], a step of the callback transaction (the benchmark replays it).
 pub const LOCK_WITH_ACCOUNT_SQL: &str =
-    "SELECT o.order_no, o.account_id, o.amount_cents, o.currency, o.status, a.balance_cents
-         FROM orders o JOIN accounts a ON a.account_id = o.account_id
-         WHERE o.order_no = $1
-         FOR UPDATE";
+    include_str!("../../sql/callback/lock_order_with_account.sql");
 
 /// Locks the order row and its account row (`FOR UPDATE`) until the transaction ends.
 /// Every state change of an order happens under this lock, so two deliveries for
@@ -129,22 +129,28 @@ pub async fn lock_with_account(
     db: impl PgExecutor<'_>,
     order_no: &str,
 ) -> sqlx::Result<Option<LockedOrder>> {
-    sqlx::query_as(LOCK_WITH_ACCOUNT_SQL)
-        .bind(order_no)
-        .fetch_optional(db)
-        .await
+    // The one unchecked macro: the benchmark's pgbench `\gset`s this row into
+    // variables named after its columns, and pgbench refuses a name such as
+    // `status: OrderStatus`, so the statement cannot carry sqlx's type overrides.
+    // The SQL and the column names are still checked at compile time (each
+    // column must name a field of `LockedOrder`); the field types are checked
+    // when the row is decoded, on every callback the tests send.
+    sqlx::query_file_as_unchecked!(
+        LockedOrder,
+        "sql/callback/lock_order_with_account.sql",
+        order_no
+    )
+    .fetch_optional(db)
+    .await
 }
 
-/// SQL of [`mark_paid`].
-pub const MARK_PAID_SQL: &str =
-    "UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
-         WHERE order_no = $1 AND status = 'PENDING'";
+/// SQL of [`mark_paid`], a step of the callback transaction (the benchmark replays it).
+pub const MARK_PAID_SQL: &str = include_str!("../../sql/callback/mark_order_paid.sql");
 
 /// `PENDING -> PAID`. Returns false when the order was not PENDING (someone else moved it).
 #[tracing::instrument(name = "db.orders.mark_paid", skip(db))]
 pub async fn mark_paid(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<bool> {
-    let result = sqlx::query(MARK_PAID_SQL)
-        .bind(order_no)
+    let result = sqlx::query_file!("sql/callback/mark_order_paid.sql", order_no)
         .execute(db)
         .await?;
     Ok(result.rows_affected() == 1)
@@ -157,12 +163,12 @@ pub async fn mark_failed(
     order_no: &str,
     reason: &str,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = sqlx::query!(
         "UPDATE orders SET status = 'FAILED', failure_reason = $2, updated_at = now()
          WHERE order_no = $1 AND status = 'PENDING'",
+        order_no,
+        reason,
     )
-    .bind(order_no)
-    .bind(reason)
     .execute(db)
     .await?;
     Ok(result.rows_affected() == 1)
@@ -176,12 +182,12 @@ pub async fn record_token_issued(
     order_no: &str,
     expires_at: OffsetDateTime,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO request_tokens_issued (request_token, order_no, expires_at) VALUES ($1, $2, $3)",
+        request_token,
+        order_no,
+        expires_at,
     )
-    .bind(request_token)
-    .bind(order_no)
-    .bind(expires_at)
     .execute(db)
     .await?;
     Ok(())

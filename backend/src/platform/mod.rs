@@ -108,7 +108,7 @@ impl Platform {
         let request = CreatePayment {
             order_no: attempt.order_no.clone(),
             amount_cents: attempt.amount_cents,
-            currency: attempt.currency.parse()?,
+            currency: attempt.currency,
             notify_url: self.notify_url.clone(),
         };
         let key = attempt.request_token.to_string();

@@ -1,6 +1,6 @@
 //! `/api/admin/accounts`: open accounts and read them with their ledger. Bearer-token protected.
 
-use crate::db::{self, accounts, callbacks};
+use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::state::AppState;
@@ -53,13 +53,7 @@ pub async fn create_account(
         ));
     }
     let account_id = Uuid::new_v4();
-    accounts::insert(
-        &state.db,
-        account_id,
-        body.balance_cents,
-        body.currency.as_str(),
-    )
-    .await?;
+    accounts::insert(&state.db, account_id, body.balance_cents, body.currency).await?;
     tracing::info!(%account_id, balance_cents = body.balance_cents, currency = %body.currency, "account opened");
     Ok((
         StatusCode::CREATED,
@@ -82,36 +76,34 @@ pub async fn get_account(
     let account = accounts::find(&state.db, account_id)
         .await?
         .ok_or(ApiError::AccountNotFound)?;
-    let ledger = callbacks::ledger_for_account(&state.db, account_id)
+    let ledger = ledger::list_for_account(&state.db, account_id)
         .await?
         .into_iter()
-        .map(|row| {
-            Ok(LedgerEntry {
-                callback_id: row.callback_id,
-                order_no: row.order_no,
-                amount_cents: row.amount_cents,
-                currency: row.currency.parse().map_err(ApiError::internal)?,
-                kind: row.kind,
-                payment_id: row.payment_id,
-                created_at: db::rfc3339(row.created_at),
-            })
+        .map(|row| LedgerEntry {
+            callback_id: row.callback_id,
+            order_no: row.order_no,
+            amount_cents: row.amount_cents,
+            currency: row.currency,
+            kind: row.kind,
+            payment_id: row.payment_id,
+            created_at: db::rfc3339(row.created_at),
         })
-        .collect::<Result<_, ApiError>>()?;
+        .collect();
     Ok(Json(AccountDetails {
         account_id,
         balance_cents: account.balance_cents,
         opening_balance_cents: account.opening_balance_cents,
-        currency: account.currency.parse().map_err(ApiError::internal)?,
+        currency: account.currency,
         ledger,
     }))
 }
 
-fn anomaly_dto(row: callbacks::AnomalyRow) -> Anomaly {
+fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
     Anomaly {
         callback_id: row.callback_id,
         order_no: row.order_no,
         kind: row.kind,
-        details: row.details.0,
+        details: row.details,
         created_at: db::rfc3339(row.created_at),
     }
 }
@@ -133,7 +125,7 @@ pub async fn callback_history(
             outcome: row.outcome,
             processed_at: db::rfc3339(row.processed_at),
         });
-    let deliveries = callbacks::deliveries(&state.db, &callback_id)
+    let deliveries = deliveries::list(&state.db, &callback_id)
         .await?
         .into_iter()
         .map(|row| CallbackDelivery {
@@ -142,7 +134,7 @@ pub async fn callback_history(
             received_at: db::rfc3339(row.received_at),
         })
         .collect::<Vec<_>>();
-    let anomalies = callbacks::anomalies(&state.db, Some(&callback_id), 100)
+    let anomalies = anomalies::list(&state.db, Some(&callback_id), 100)
         .await?
         .into_iter()
         .map(anomaly_dto)
@@ -164,6 +156,6 @@ pub async fn list_anomalies(
     headers: HeaderMap,
 ) -> Result<Json<Vec<Anomaly>>, ApiError> {
     authorize(&state, &headers)?;
-    let rows = callbacks::anomalies(&state.db, None, 100).await?;
+    let rows = anomalies::list(&state.db, None, 100).await?;
     Ok(Json(rows.into_iter().map(anomaly_dto).collect()))
 }

@@ -5,9 +5,10 @@
 //! by the database alone. The idempotency key of a callback is `webhook-id`.
 
 use crate::charge::{self, VerifiedCallback};
-use crate::db::callbacks::{self as log, Delivery};
+use crate::db::deliveries::{self, Delivery};
 use crate::error::ApiError;
 use crate::state::AppState;
+use api_types::CallbackOutcome;
 use api_types::api::{CallbackAck, CallbackEvent};
 use axum::Json;
 use axum::body::Bytes;
@@ -42,13 +43,13 @@ pub async fn receive(
         Ok(event) => event,
         Err(err) => {
             // Signed by the platform, so worth a line in the delivery log for people.
-            log::record_delivery(
+            deliveries::record(
                 &state.db,
                 Delivery {
                     callback_id,
                     order_no: None,
                     event_type: None,
-                    outcome: "MALFORMED_BODY",
+                    outcome: CallbackOutcome::MalformedBody,
                     http_status: 400,
                 },
             )

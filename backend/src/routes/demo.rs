@@ -3,6 +3,7 @@
 use crate::db::{accounts, orders};
 use crate::error::ApiError;
 use crate::state::AppState;
+use api_types::Currency;
 use api_types::api::{Account, DemoShop};
 use axum::Json;
 use axum::extract::State;
@@ -13,7 +14,7 @@ pub const DEMO_ACCOUNT_ID: Uuid = Uuid::from_u128(0x6465_6d6f_0000_4000_8000_000
 /// The demo account's opening balance: 1,000.00 EUR.
 pub const DEMO_OPENING_BALANCE_CENTS: i64 = 100_000;
 /// The demo account's currency.
-pub const DEMO_CURRENCY: &str = "EUR";
+pub const DEMO_CURRENCY: Currency = Currency::EUR;
 
 /// The demo account with its newest orders; 404 when demo mode is off.
 pub async fn shop(State(state): State<AppState>) -> Result<Json<DemoShop>, ApiError> {
@@ -24,13 +25,13 @@ pub async fn shop(State(state): State<AppState>) -> Result<Json<DemoShop>, ApiEr
     let orders = orders::list_for_account(&state.db, account_id, 20)
         .await?
         .iter()
-        .map(|row| row.to_dto().map_err(ApiError::internal))
-        .collect::<Result<_, _>>()?;
+        .map(orders::OrderRow::to_dto)
+        .collect();
     Ok(Json(DemoShop {
         account: Account {
             account_id,
             balance_cents: account.balance_cents,
-            currency: account.currency.parse().map_err(ApiError::internal)?,
+            currency: account.currency,
         },
         orders,
     }))

@@ -11,7 +11,7 @@ use std::time::Duration;
 pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let database = tokio::time::timeout(
         Duration::from_secs(2),
-        sqlx::query("SELECT 1").execute(&state.db),
+        sqlx::query_scalar!("SELECT 1 AS alive").fetch_one(&state.db),
     )
     .await;
     let database_ok = matches!(database, Ok(Ok(_)));

@@ -30,10 +30,10 @@ pub async fn create_order(
     let account = accounts::find(&state.db, body.account_id)
         .await?
         .ok_or(ApiError::AccountNotFound)?;
-    if account.currency != body.currency.as_str() {
+    if account.currency != body.currency {
         return Err(ApiError::CurrencyMismatch {
             account: account.currency,
-            order: body.currency.to_string(),
+            order: body.currency,
         });
     }
     let order_no = new_order_no();
@@ -42,14 +42,11 @@ pub async fn create_order(
         &order_no,
         body.account_id,
         body.amount_cents,
-        body.currency.as_str(),
+        body.currency,
     )
     .await?;
     tracing::info!(%order_no, amount_cents = body.amount_cents, "order created");
-    Ok((
-        StatusCode::CREATED,
-        Json(row.to_dto().map_err(ApiError::internal)?),
-    ))
+    Ok((StatusCode::CREATED, Json(row.to_dto())))
 }
 
 /// `GET /api/orders/{order_no}` -> the order.
@@ -60,7 +57,7 @@ pub async fn get_order(
     let row = orders::find(&state.db, &order_no)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    Ok(Json(row.to_dto().map_err(ApiError::internal)?))
+    Ok(Json(row.to_dto()))
 }
 
 /// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to the order and amount.
@@ -71,14 +68,13 @@ pub async fn issue_request_token(
     let order = orders::find(&state.db, &order_no)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    let status = order.status().map_err(ApiError::internal)?;
-    if status != OrderStatus::Pending {
-        return Err(ApiError::OrderNotPayable(status));
+    if order.status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(order.status));
     }
     let binding = TokenBinding {
         order_no: order.order_no.clone(),
         amount_cents: order.amount_cents,
-        currency: order.currency.parse().map_err(ApiError::internal)?,
+        currency: order.currency,
     };
     let (token, expires_at) = state
         .tokens

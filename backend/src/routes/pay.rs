@@ -132,11 +132,10 @@ async fn start_attempt(
     let order = db::orders::lock_with_account(&mut *tx, &binding.order_no)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    let status: OrderStatus = order.status.parse().map_err(ApiError::internal)?;
-    if status != OrderStatus::Pending {
-        return Err(ApiError::OrderNotPayable(status));
+    if order.status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(order.status));
     }
-    if order.amount_cents != binding.amount_cents || order.currency != binding.currency.as_str() {
+    if order.amount_cents != binding.amount_cents || order.currency != binding.currency {
         return Err(ApiError::TokenInvalid(
             "the order changed since the token was issued",
         ));
@@ -164,7 +163,7 @@ async fn start_attempt(
             request_token: token,
             order_no: &order.order_no,
             amount_cents: order.amount_cents,
-            currency: &order.currency,
+            currency: order.currency,
             response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
             response_body: &body,
         },
@@ -189,7 +188,7 @@ fn stored_answer(attempt: &attempts::AttemptRow, replayed: bool) -> Response {
         .ok()
         .and_then(|code| StatusCode::from_u16(code).ok())
         .unwrap_or(StatusCode::ACCEPTED);
-    let mut response = (status, Json(attempt.response_body.0.clone())).into_response();
+    let mut response = (status, Json(attempt.response_body.clone())).into_response();
     if replayed {
         response
             .headers_mut()

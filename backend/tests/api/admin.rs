@@ -2,6 +2,7 @@ use crate::helpers::{
     ADMIN_TOKEN, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
 };
 use api_types::api::AccountDetails;
+use api_types::{AnomalyKind, CallbackOutcome, LedgerKind};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -106,7 +107,7 @@ async fn get_account_returns_the_balance_and_its_ledger_rows() {
     assert_eq!(details.ledger.len(), 1);
     assert_eq!(details.ledger[0].callback_id, callback_id);
     assert_eq!(details.ledger[0].amount_cents, 2_500);
-    assert_eq!(details.ledger[0].kind, "CHARGE");
+    assert_eq!(details.ledger[0].kind, LedgerKind::Charge);
 }
 
 #[tokio::test]
@@ -145,7 +146,7 @@ async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomal
     assert_eq!(response.status(), StatusCode::OK);
     let history: api_types::api::CallbackHistory = response.json().await.expect("json");
     let processed = history.processed.expect("applied once");
-    assert_eq!(processed.outcome, "CHARGED");
+    assert_eq!(processed.outcome, CallbackOutcome::Charged);
     assert_eq!(processed.order_no, order.order_no);
     let outcomes: Vec<(&str, u16)> = history
         .deliveries
@@ -161,7 +162,7 @@ async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomal
         ]
     );
     assert_eq!(history.anomalies.len(), 1);
-    assert_eq!(history.anomalies[0].kind, "CALLBACK_CONFLICT");
+    assert_eq!(history.anomalies[0].kind, AnomalyKind::CallbackConflict);
 
     let listed = app
         .http

@@ -79,7 +79,7 @@ fn resolve(expression: &str, k: i64, order: &Order) -> anyhow::Result<Value> {
         ":currency" => Value::Text(order.currency.clone()),
         ":body_sha256" => Value::Text(BODY_SHA256.into()),
         ":event_type" => Value::Text(EVENT_TYPE.into()),
-        ":outcome" => Value::Text(Decision::Charge.outcome().into()),
+        ":outcome" => Value::Text(Decision::Charge.outcome().as_str().into()),
         ":http_status" => Value::Small(200),
         other => bail!("no value for {other} (callback ids are {CALLBACK_PREFIX}<k>)"),
     })

@@ -1,7 +1,8 @@
 //! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
 //!
 //! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`,
-//! taken verbatim; this module only knows which value each `$n` gets (the same
+//! taken verbatim (the files in `backend/sql/callback/`, which the handler runs
+//! through `sqlx::query_file!`); this module only knows which value each `$n` gets (the same
 //! values `charge::apply_callback` binds) and turns `$n` into a pgbench
 //! expression. A statement the handler starts to run that is not described
 //! here, or a changed parameter count, stops the benchmark with an error instead
@@ -14,7 +15,7 @@ use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
 use backend::charge::{DUPLICATE_SQL, Decision, NEW_CHARGE_SQL};
-use backend::db::{accounts, callbacks, orders};
+use backend::db::{accounts, callbacks, deliveries, ledger, orders};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -73,7 +74,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
             &payment_id,
             ":outcome",
         ]),
-        (CallbackPath::New, s) if s == callbacks::INSERT_CHARGE_SQL => plain(&[
+        (CallbackPath::New, s) if s == ledger::INSERT_CHARGE_SQL => plain(&[
             &callback_id,
             ":order_no",
             ":account_id",
@@ -85,7 +86,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
             plain(&[":account_id", ":amount_cents"])
         }
-        (CallbackPath::New, s) if s == callbacks::RECORD_DELIVERY_SQL => plain(&[
+        (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
             &callback_id,
             ":order_no",
             ":event_type",
@@ -94,7 +95,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         ]),
         _ => bail!(
             "the callback handler ({path:?} path) runs a statement the benchmark does not know the \
-             parameters of; describe it in bench/src/pgbench.rs:\n{sql}"
+             parameters of; describe it in tools/bench/src/pgbench.rs:\n{sql}"
         ),
     };
     Ok(binding)
@@ -196,7 +197,7 @@ pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
     match path {
         CallbackPath::New => {
             vars.push(("body_sha256".into(), BODY_SHA256.into()));
-            vars.push(("outcome".into(), Decision::Charge.outcome().into()));
+            vars.push(("outcome".into(), Decision::Charge.outcome().as_str().into()));
         }
         CallbackPath::Duplicate => {
             vars.push(("body_sha256".into(), BODY_SHA256.into()));

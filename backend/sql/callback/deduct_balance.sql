@@ -1,0 +1,2 @@
+UPDATE accounts SET balance_cents = balance_cents - $2
+WHERE account_id = $1 AND balance_cents >= $2
