@@ -29,6 +29,9 @@ psql "$pg_admin" -Atc \
     "SELECT datname FROM pg_database WHERE datname LIKE 'checkout\_test\_%' OR datname LIKE 'e2e\_%'" |
     while read -r db; do psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
 
+step "Compile-time SQL data (.sqlx/) is fresh"
+bash scripts/check-sqlx.sh
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -8,6 +8,8 @@
 //! With the `sqlx` feature (the backend's), these types also read and write
 //! PostgreSQL text columns.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod enums;
 pub mod error;

@@ -20,7 +20,8 @@ use sha2::{Digest, Sha256};
 /// The largest callback body we read.
 pub const MAX_CALLBACK_BYTES: usize = 64 * 1024;
 
-/// The handler.
+/// `POST /api/payments/callback`: verify the signature over the raw body, then apply the
+/// callback in one transaction ([`charge::apply_callback`]); answer 200 only after commit.
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -27,7 +27,8 @@ use uuid::Uuid;
 /// Header marking an answer as the replay of an earlier one.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
-/// The handler.
+/// `POST /api/orders/{order_no}/pay`: the one winner of `GETDEL` records the attempt; every
+/// other use of the token replays the stored answer (see the module doc).
 #[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
 pub async fn pay(
     State(state): State<AppState>,

@@ -79,7 +79,7 @@ pub enum ConfigError {
 /// Switches also read `1`/`0`, `yes`/`no`, `on`/`off` from the environment, as shells write them.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
-    /// Retry schedule: wechat, alipay, standard, or fixed:<interval>x<count> (e.g. fixed:500msx10).
+    /// Retry schedule: wechat, alipay, standard, or `fixed:<interval>x<count>` (e.g. `fixed:500msx10`).
     #[arg(long, env = "SIM_SCHEDULE", default_value = "standard")]
     pub schedule: Schedule,
 
@@ -121,7 +121,7 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_SECOND_SUCCESS", value_parser = BoolishValueParser::new())]
     pub second_success: bool,
 
-    /// Chaos: after a 2xx, send the same callback again, <interval>x<count> (e.g. 7sx1).
+    /// Chaos: after a 2xx, send the same callback again, `<interval>x<count>` (e.g. `7sx1`).
     #[arg(long, env = "SIM_REDELIVER_AFTER_SUCCESS")]
     pub redeliver_after_success: Option<Redeliver>,
 }

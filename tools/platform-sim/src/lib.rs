@@ -17,6 +17,8 @@
 //! its log), [`payment`] (the API's bodies and the idempotency record),
 //! [`api`] (routes), [`config`] (settings and flags), [`error`] (error answers).
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod chaos;
 pub mod config;
