@@ -3,6 +3,7 @@
 //! - [`api`]: the one typed client of the backend's HTTP API;
 //! - [`flow`]: the pay flow's state machine (what to show, when to retry),
 //!   pure Rust, tested natively and in the browser;
+//! - [`format`]: timestamps written for people;
 //! - [`route`]: which page a path shows;
 //! - [`pages`]: the demo shop (`/`) and the payment page (`/pay/{order_no}`);
 //! - [`components`]: small pieces both pages use.
@@ -10,6 +11,7 @@
 pub mod api;
 pub mod components;
 pub mod flow;
+pub mod format;
 pub mod pages;
 pub mod route;
 

@@ -1,0 +1,314 @@
+//! The rules of the pay flow: states, events, effects and the transitions
+//! between them. Nothing here knows about the browser, the words on the page
+//! or how a state is drawn, so every rule is a plain function call in a test.
+
+use super::texts::Notice;
+use crate::api::ApiError;
+use api_types::ErrorCode;
+use api_types::api::{Order, PayAccepted, RequestToken};
+use uuid::Uuid;
+
+/// Waits before each automatic re-send of a pay request that got no answer.
+/// After the last one the page stops and offers a "Try again" button.
+pub const SUBMIT_RETRY_DELAYS_MS: [u32; 4] = [250, 500, 1_000, 2_000];
+
+/// How long to wait between two looks at an order being paid.
+pub const POLL_INTERVAL_MS: u32 = 500;
+
+/// How many looks before telling the shopper it is taking long (about a minute).
+pub const MAX_POLLS: u32 = 120;
+
+/// The delay before automatic re-send number `retry` (1-based), or `None`
+/// when the page should stop retrying on its own.
+pub fn submit_retry_delay(retry: u32) -> Option<u32> {
+    let index = usize::try_from(retry.checked_sub(1)?).ok()?;
+    SUBMIT_RETRY_DELAYS_MS.get(index).copied()
+}
+
+/// Where the payment page stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Fetching the order.
+    LoadingOrder,
+    /// The order could not be fetched; a retry button fetches it again.
+    OrderUnavailable,
+    /// The order is pending; asking the backend for a request token.
+    FetchingToken,
+    /// No token could be had (token store down, network); a retry button asks again.
+    TokenUnavailable,
+    /// A token is in hand: "Pay now" is enabled.
+    Ready {
+        /// The token the next "Pay now" submits.
+        token: Uuid,
+    },
+    /// A pay request is in flight (or waiting for its backoff before a re-send).
+    Submitting {
+        /// The token being submitted; every re-send uses the same one.
+        token: Uuid,
+        /// 0 for the first send, then 1, 2, ... for automatic re-sends.
+        retry: u32,
+    },
+    /// The pay request got no usable answer; "Try again" re-sends the same token.
+    SubmitStalled {
+        /// The token to re-send.
+        token: Uuid,
+    },
+    /// The backend refused for lack of funds; nothing more to do on this page.
+    Declined,
+    /// The backend accepted the payment; polling the order until it is final.
+    Processing {
+        /// How many times the order was looked at since acceptance.
+        polls: u32,
+    },
+    /// The order stayed pending for [`MAX_POLLS`] looks; "Check again" resumes.
+    Slow,
+    /// The order is PAID or FAILED.
+    Done,
+}
+
+/// Everything that can happen to the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// `GET /api/orders/{order_no}` answered.
+    OrderFetched(Order),
+    /// `GET /api/orders/{order_no}` failed.
+    OrderFetchFailed(ApiError),
+    /// `POST .../request-token` answered.
+    TokenIssued(RequestToken),
+    /// `POST .../request-token` failed.
+    TokenFailed(ApiError),
+    /// The shopper pressed "Pay now".
+    PayPressed,
+    /// The shopper pressed the retry button ("Try again" / "Check again").
+    RetryPressed,
+    /// `POST .../pay` answered 202 (first answer or replay).
+    PayAccepted(PayAccepted),
+    /// `POST .../pay` failed.
+    PayFailed(ApiError),
+}
+
+/// Work the page must do after a state change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Fetch the order after `delay_ms`; answers with `OrderFetched`/`OrderFetchFailed`.
+    FetchOrder {
+        /// Wait this long first (0: now).
+        delay_ms: u32,
+    },
+    /// Ask for a request token; answers with `TokenIssued`/`TokenFailed`.
+    IssueToken,
+    /// Send the pay request after `delay_ms`; answers with `PayAccepted`/`PayFailed`.
+    Submit {
+        /// The token to send.
+        token: Uuid,
+        /// Wait this long first (0: now).
+        delay_ms: u32,
+    },
+    /// Re-read the shopper's balance (the order reached a final state).
+    RefreshBalance,
+}
+
+/// The whole state of one payment page load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayFlow {
+    /// The order as last fetched.
+    pub order: Option<Order>,
+    /// Where the page stands.
+    pub phase: Phase,
+    /// What the page has to say, if anything.
+    pub notice: Option<Notice>,
+    /// Our payment id, once the backend accepted a pay request on this page.
+    pub payment_id: Option<Uuid>,
+    /// How many request tokens this page load asked for (for tests and diagnostics).
+    pub tokens_requested: u32,
+}
+
+impl Default for PayFlow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PayFlow {
+    /// A fresh page load: the order is being fetched.
+    pub fn new() -> Self {
+        Self {
+            order: None,
+            phase: Phase::LoadingOrder,
+            notice: None,
+            payment_id: None,
+            tokens_requested: 0,
+        }
+    }
+
+    /// The effects a fresh page load starts with.
+    pub fn start() -> Vec<Effect> {
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    }
+
+    /// Applies one event; returns what to do next. Events that do not fit the
+    /// current phase (a late answer, a second click) change nothing.
+    pub fn apply(&mut self, event: Event) -> Vec<Effect> {
+        match (self.phase.clone(), event) {
+            (Phase::LoadingOrder, Event::OrderFetched(order)) => self.order_loaded(order),
+            (Phase::LoadingOrder, Event::OrderFetchFailed(err)) => {
+                self.phase = Phase::OrderUnavailable;
+                self.notice = Some(match err.code() {
+                    Some(ErrorCode::OrderNotFound | ErrorCode::NotFound) => Notice::OrderNotFound,
+                    _ if err.is_transport_failure() => Notice::Offline,
+                    _ => Notice::OrderUnavailable,
+                });
+                vec![]
+            }
+            (Phase::OrderUnavailable, Event::RetryPressed) => self.reload_order(None),
+
+            (Phase::FetchingToken, Event::TokenIssued(token)) => {
+                self.phase = Phase::Ready {
+                    token: token.request_token,
+                };
+                vec![]
+            }
+            (Phase::FetchingToken, Event::TokenFailed(err)) => {
+                if err.code() == Some(ErrorCode::OrderNotPayable) {
+                    return self.reload_order(Some(Notice::AlreadySettled));
+                }
+                self.phase = Phase::TokenUnavailable;
+                self.notice = Some(problem_notice(&err));
+                vec![]
+            }
+            (Phase::TokenUnavailable, Event::RetryPressed) => {
+                self.notice = None;
+                self.request_token()
+            }
+
+            (Phase::Ready { token }, Event::PayPressed) => {
+                self.notice = None;
+                self.phase = Phase::Submitting { token, retry: 0 };
+                vec![Effect::Submit { token, delay_ms: 0 }]
+            }
+            (Phase::SubmitStalled { token }, Event::RetryPressed) => {
+                self.notice = None;
+                self.phase = Phase::Submitting { token, retry: 0 };
+                vec![Effect::Submit { token, delay_ms: 0 }]
+            }
+            (Phase::Submitting { .. }, Event::PayAccepted(accepted)) => {
+                self.notice = None;
+                self.payment_id = Some(accepted.payment_id);
+                self.phase = Phase::Processing { polls: 0 };
+                vec![Effect::FetchOrder {
+                    delay_ms: POLL_INTERVAL_MS,
+                }]
+            }
+            (Phase::Submitting { token, retry }, Event::PayFailed(err)) => {
+                self.submit_failed(token, retry, &err)
+            }
+
+            (Phase::Processing { polls }, Event::OrderFetched(order)) => {
+                let done = order.status.is_final();
+                self.order = Some(order);
+                if done {
+                    self.phase = Phase::Done;
+                    self.notice = None;
+                    vec![Effect::RefreshBalance]
+                } else {
+                    self.keep_polling(polls)
+                }
+            }
+            (Phase::Processing { polls }, Event::OrderFetchFailed(_)) => self.keep_polling(polls),
+            (Phase::Slow, Event::RetryPressed) => {
+                self.notice = None;
+                self.phase = Phase::Processing { polls: 0 };
+                vec![Effect::FetchOrder { delay_ms: 0 }]
+            }
+
+            _ => vec![],
+        }
+    }
+
+    fn order_loaded(&mut self, order: Order) -> Vec<Effect> {
+        let status = order.status;
+        self.order = Some(order);
+        if status.is_final() {
+            self.phase = Phase::Done;
+            vec![Effect::RefreshBalance]
+        } else {
+            self.request_token()
+        }
+    }
+
+    fn request_token(&mut self) -> Vec<Effect> {
+        self.phase = Phase::FetchingToken;
+        self.tokens_requested += 1;
+        vec![Effect::IssueToken]
+    }
+
+    fn reload_order(&mut self, notice: Option<Notice>) -> Vec<Effect> {
+        self.phase = Phase::LoadingOrder;
+        self.notice = notice;
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    }
+
+    fn submit_failed(&mut self, token: Uuid, retry: u32, err: &ApiError) -> Vec<Effect> {
+        if err.is_transport_failure() {
+            // The request may or may not have reached the backend: send the very
+            // same token again, which the backend answers by replaying.
+            let next = retry + 1;
+            return match submit_retry_delay(next) {
+                Some(delay_ms) => {
+                    self.notice = Some(Notice::Retrying);
+                    self.phase = Phase::Submitting { token, retry: next };
+                    vec![Effect::Submit { token, delay_ms }]
+                }
+                None => {
+                    self.notice = Some(Notice::SubmitStalled);
+                    self.phase = Phase::SubmitStalled { token };
+                    vec![]
+                }
+            };
+        }
+        match err.code() {
+            Some(ErrorCode::TokenInvalid) => {
+                let effects = self.request_token();
+                self.notice = Some(Notice::TokenRenewed);
+                effects
+            }
+            Some(ErrorCode::OrderNotPayable) => self.reload_order(Some(Notice::AlreadySettled)),
+            Some(ErrorCode::InsufficientFunds) => {
+                self.phase = Phase::Declined;
+                self.notice = Some(Notice::InsufficientFunds);
+                vec![]
+            }
+            _ => {
+                self.phase = Phase::SubmitStalled { token };
+                self.notice = Some(problem_notice(err));
+                vec![]
+            }
+        }
+    }
+
+    fn keep_polling(&mut self, polls: u32) -> Vec<Effect> {
+        let polls = polls + 1;
+        if polls >= MAX_POLLS {
+            self.phase = Phase::Slow;
+            self.notice = Some(Notice::Slow);
+            vec![]
+        } else {
+            self.phase = Phase::Processing { polls };
+            vec![Effect::FetchOrder {
+                delay_ms: POLL_INTERVAL_MS,
+            }]
+        }
+    }
+}
+
+/// A failure without a rule of its own still tells the shopper whether to
+/// wait (outage) or check their connection (offline); anything else is unexpected.
+fn problem_notice(err: &ApiError) -> Notice {
+    if err.is_unavailable() {
+        Notice::ServiceUnavailable
+    } else if err.is_transport_failure() {
+        Notice::Offline
+    } else {
+        Notice::Unexpected
+    }
+}

@@ -1,0 +1,68 @@
+//! The pay flow as scenarios a shopper goes through: `rules.rs` checks what
+//! the reducer does next, `view.rs` what the page then shows. Both use the
+//! flow through `crate::flow`, as the page does; the fixtures below are the
+//! answers the backend would give.
+
+mod rules;
+mod view;
+
+use crate::api::ApiError;
+use crate::flow::{Effect, Event, PayFlow};
+use api_types::api::{Order, PayAccepted, RequestToken};
+use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus};
+use uuid::Uuid;
+
+fn eur() -> Currency {
+    "EUR".parse().expect("valid currency")
+}
+
+fn order(status: OrderStatus) -> Order {
+    Order {
+        order_no: "ORD1".into(),
+        account_id: Uuid::nil(),
+        amount_cents: 1_250,
+        currency: eur(),
+        status,
+        created_at: "2025-01-31T14:00:00Z".into(),
+        paid_at: (status == OrderStatus::Paid).then(|| "2025-01-31T14:05:09.123Z".into()),
+        failure_reason: (status == OrderStatus::Failed).then(|| "card declined".into()),
+    }
+}
+
+fn token(n: u128) -> RequestToken {
+    RequestToken {
+        request_token: Uuid::from_u128(n),
+        expires_at: "2025-01-31T14:15:00Z".into(),
+    }
+}
+
+fn accepted() -> PayAccepted {
+    PayAccepted {
+        order_no: "ORD1".into(),
+        payment_id: Uuid::from_u128(99),
+        status: OrderStatus::Pending,
+    }
+}
+
+fn server_error(status: u16, code: ErrorCode) -> ApiError {
+    ApiError::Server {
+        status,
+        body: ErrorBody::new(code, "x"),
+        retry_after_secs: None,
+    }
+}
+
+fn network() -> ApiError {
+    ApiError::Network("connection refused".into())
+}
+
+/// A page that loaded a pending order and holds token 1.
+fn ready() -> PayFlow {
+    let mut flow = PayFlow::new();
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending))),
+        vec![Effect::IssueToken]
+    );
+    assert!(flow.apply(Event::TokenIssued(token(1))).is_empty());
+    flow
+}

@@ -1,0 +1,295 @@
+//! The reducer: which effects each event leads to, how many tokens a page
+//! load asks for, and which failures are retried with the same token.
+
+use super::{accepted, network, order, ready, server_error, token};
+use crate::api::ApiError;
+use crate::flow::{
+    Effect, Event, MAX_POLLS, Notice, Outcome, POLL_INTERVAL_MS, PayButton, PayFlow, Phase,
+    SUBMIT_RETRY_DELAYS_MS, submit_retry_delay,
+};
+use api_types::{ErrorCode, OrderStatus};
+use uuid::Uuid;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+#[test]
+fn a_page_load_fetches_the_order_then_exactly_one_token() {
+    assert_eq!(PayFlow::start(), vec![Effect::FetchOrder { delay_ms: 0 }]);
+    let mut flow = PayFlow::new();
+    let effects = flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    assert_eq!(effects, vec![Effect::IssueToken]);
+    // A duplicate or late answer does not ask for another token.
+    assert!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending)))
+            .is_empty()
+    );
+    flow.apply(Event::TokenIssued(token(1)));
+    assert!(flow.apply(Event::TokenIssued(token(2))).is_empty());
+    assert_eq!(flow.tokens_requested, 1);
+    assert_eq!(
+        flow.phase,
+        Phase::Ready {
+            token: Uuid::from_u128(1)
+        }
+    );
+    let view = flow.view();
+    assert_eq!(view.amount.as_deref(), Some("12.50 EUR"));
+    assert_eq!(view.status, Some(OrderStatus::Pending));
+    assert_eq!(
+        view.pay_button,
+        Some(PayButton {
+            enabled: true,
+            label: "Pay now",
+            busy: false
+        })
+    );
+}
+
+#[test]
+fn many_clicks_submit_once() {
+    let mut flow = ready();
+    let first = flow.apply(Event::PayPressed);
+    assert_eq!(
+        first,
+        vec![Effect::Submit {
+            token: Uuid::from_u128(1),
+            delay_ms: 0
+        }]
+    );
+    for _ in 0..4 {
+        assert!(flow.apply(Event::PayPressed).is_empty());
+    }
+    let button = flow.view().pay_button.expect("button shown");
+    assert!(!button.enabled && button.busy);
+}
+
+#[test]
+fn an_accepted_payment_is_polled_until_paid_and_shows_a_receipt() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    let effects = flow.apply(Event::PayAccepted(accepted()));
+    assert_eq!(
+        effects,
+        vec![Effect::FetchOrder {
+            delay_ms: POLL_INTERVAL_MS
+        }]
+    );
+    assert_eq!(flow.view().pay_button, None);
+    assert!(flow.view().progress.is_some());
+    // Still pending: look again; a failed look also keeps polling.
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending))),
+        vec![Effect::FetchOrder {
+            delay_ms: POLL_INTERVAL_MS
+        }]
+    );
+    assert_eq!(
+        flow.apply(Event::OrderFetchFailed(network())),
+        vec![Effect::FetchOrder {
+            delay_ms: POLL_INTERVAL_MS
+        }]
+    );
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Paid))),
+        vec![Effect::RefreshBalance]
+    );
+    assert_eq!(flow.phase, Phase::Done);
+    let view = flow.view();
+    assert_eq!(view.status, Some(OrderStatus::Paid));
+    assert_eq!(
+        view.outcome,
+        Some(Outcome::Paid {
+            paid_at: Some("2025-01-31 14:05:09 UTC".into()),
+            payment_id: Some(Uuid::from_u128(99).to_string()),
+        })
+    );
+    assert_eq!(flow.tokens_requested, 1);
+}
+
+#[test]
+fn polling_gives_up_after_max_polls_and_can_resume() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayAccepted(accepted()));
+    for _ in 0..MAX_POLLS - 1 {
+        assert_eq!(
+            flow.apply(Event::OrderFetched(order(OrderStatus::Pending)))
+                .len(),
+            1
+        );
+    }
+    assert!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending)))
+            .is_empty()
+    );
+    assert_eq!(flow.phase, Phase::Slow);
+    assert_eq!(flow.view().retry_label, Some("Check again"));
+    assert_eq!(
+        flow.apply(Event::RetryPressed),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+}
+
+#[test]
+fn the_backoff_schedule_grows_then_stops() {
+    let delays: Vec<_> = (1..=5).map(submit_retry_delay).collect();
+    assert_eq!(
+        delays,
+        vec![Some(250), Some(500), Some(1_000), Some(2_000), None]
+    );
+    assert_eq!(submit_retry_delay(0), None);
+}
+
+#[test]
+fn a_network_failure_resends_the_same_token_with_backoff_then_stalls() {
+    let mut flow = ready();
+    let token = Uuid::from_u128(1);
+    flow.apply(Event::PayPressed);
+    for delay_ms in SUBMIT_RETRY_DELAYS_MS {
+        assert_eq!(
+            flow.apply(Event::PayFailed(network())),
+            vec![Effect::Submit { token, delay_ms }]
+        );
+        assert_eq!(flow.notice, Some(Notice::Retrying));
+    }
+    assert!(flow.apply(Event::PayFailed(network())).is_empty());
+    assert_eq!(flow.phase, Phase::SubmitStalled { token });
+    assert_eq!(flow.notice, Some(Notice::SubmitStalled));
+    assert_eq!(flow.view().retry_label, Some("Try again"));
+    // "Try again" re-sends the same token; no new token is asked for.
+    assert_eq!(
+        flow.apply(Event::RetryPressed),
+        vec![Effect::Submit { token, delay_ms: 0 }]
+    );
+    assert_eq!(flow.tokens_requested, 1);
+    // A gateway error page counts as "no answer" too.
+    assert_eq!(
+        flow.apply(Event::PayFailed(ApiError::Http { status: 502 })),
+        vec![Effect::Submit {
+            token,
+            delay_ms: SUBMIT_RETRY_DELAYS_MS[0]
+        }]
+    );
+}
+
+#[test]
+fn a_refused_token_gets_exactly_one_fresh_token_and_the_shopper_presses_again() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    let effects = flow.apply(Event::PayFailed(server_error(409, ErrorCode::TokenInvalid)));
+    assert_eq!(effects, vec![Effect::IssueToken]);
+    assert_eq!(flow.notice, Some(Notice::TokenRenewed));
+    assert!(
+        flow.notice
+            .is_some_and(|n| n.text().contains("nothing was charged"))
+    );
+    flow.apply(Event::TokenIssued(token(2)));
+    // The notice stays until the shopper presses again.
+    assert_eq!(flow.notice, Some(Notice::TokenRenewed));
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(2),
+            delay_ms: 0
+        }]
+    );
+    assert_eq!(flow.notice, None);
+    assert_eq!(flow.tokens_requested, 2);
+}
+
+#[test]
+fn a_token_store_outage_shows_a_message_and_a_retry_button() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    let down = server_error(503, ErrorCode::TokenStoreUnavailable);
+    assert!(flow.apply(Event::TokenFailed(down.clone())).is_empty());
+    assert_eq!(flow.phase, Phase::TokenUnavailable);
+    let view = flow.view();
+    assert_eq!(view.notice, Some(Notice::ServiceUnavailable));
+    assert_eq!(view.pay_button, None);
+    assert_eq!(view.retry_label, Some("Try again"));
+    assert_eq!(flow.apply(Event::RetryPressed), vec![Effect::IssueToken]);
+    assert_eq!(flow.notice, None);
+
+    // The same outage while paying keeps the token for "Try again".
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    assert!(flow.apply(Event::PayFailed(down)).is_empty());
+    assert_eq!(
+        flow.phase,
+        Phase::SubmitStalled {
+            token: Uuid::from_u128(1)
+        }
+    );
+    assert_eq!(flow.notice, Some(Notice::ServiceUnavailable));
+}
+
+#[test]
+fn insufficient_funds_is_said_plainly_and_ends_the_flow() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    let err = server_error(422, ErrorCode::InsufficientFunds);
+    assert!(flow.apply(Event::PayFailed(err)).is_empty());
+    let view = flow.view();
+    assert_eq!(view.notice, Some(Notice::InsufficientFunds));
+    assert_eq!(view.pay_button, None);
+    assert_eq!(view.retry_label, None);
+    assert!(flow.apply(Event::PayPressed).is_empty());
+}
+
+#[test]
+fn an_order_settled_elsewhere_is_reloaded_to_show_the_truth() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    let effects = flow.apply(Event::PayFailed(server_error(
+        409,
+        ErrorCode::OrderNotPayable,
+    )));
+    assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }]);
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Paid))),
+        vec![Effect::RefreshBalance]
+    );
+    assert_eq!(flow.phase, Phase::Done);
+    assert_eq!(flow.notice, Some(Notice::AlreadySettled));
+
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    let effects = flow.apply(Event::TokenFailed(server_error(
+        409,
+        ErrorCode::OrderNotPayable,
+    )));
+    assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }]);
+}
+
+#[test]
+fn an_unknown_order_says_so_and_a_network_failure_can_be_retried() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetchFailed(server_error(
+        404,
+        ErrorCode::OrderNotFound,
+    )));
+    assert_eq!(flow.notice, Some(Notice::OrderNotFound));
+
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetchFailed(network()));
+    assert_eq!(flow.notice, Some(Notice::Offline));
+    assert_eq!(
+        flow.apply(Event::RetryPressed),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+    assert_eq!(flow.phase, Phase::LoadingOrder);
+}
+
+#[test]
+fn late_answers_from_an_earlier_phase_are_ignored() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayAccepted(accepted()));
+    // A replayed 202 or a stray failure after acceptance changes nothing.
+    let before = flow.clone();
+    assert!(flow.apply(Event::PayAccepted(accepted())).is_empty());
+    assert!(flow.apply(Event::PayFailed(network())).is_empty());
+    assert!(flow.apply(Event::TokenIssued(token(3))).is_empty());
+    assert_eq!(flow, before);
+}

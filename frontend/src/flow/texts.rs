@@ -1,0 +1,116 @@
+//! Every sentence and label of the payment page that depends on where the
+//! pay flow stands. (Fixed headings such as "Payment" stay in the page's markup.)
+//!
+//! They live together so the wording can be reviewed in one place without
+//! reading the rules, and because they quote each other: notices name the
+//! buttons ("Pay now", "Try again"), so a label and the notices quoting it
+//! change together. Tests keep the literal strings on purpose: a changed
+//! word should be a deliberate change to a test too.
+
+/// The pay button, while paying is possible.
+pub const PAY_NOW: &str = "Pay now";
+/// The pay button, while the pay request is in flight.
+pub const PAYING: &str = "Paying\u{2026}";
+
+/// The retry button, when the last request failed and repeating it is safe.
+pub const TRY_AGAIN: &str = "Try again";
+/// The retry button, when the bank is slow and the order may settle any moment.
+pub const CHECK_AGAIN: &str = "Check again";
+
+/// Progress while the order is fetched.
+pub const LOADING_ORDER: &str = "Loading your order\u{2026}";
+/// Progress while a request token is fetched.
+pub const PREPARING_PAYMENT: &str = "Preparing a secure payment\u{2026}";
+/// Progress while the first pay request is in flight.
+pub const SENDING_PAYMENT: &str = "Sending your payment\u{2026}";
+/// Progress while the same pay request is re-sent after getting no answer.
+pub const SENDING_PAYMENT_AGAIN: &str = "Sending your payment again\u{2026}";
+/// Progress while the accepted payment is polled until final.
+pub const WAITING_FOR_BANK: &str = "Waiting for the bank to confirm\u{2026}";
+
+/// The failure reason shown when a FAILED order carries none of its own.
+pub const DECLINED_WITHOUT_REASON: &str = "The payment was declined.";
+
+/// Something the page has to say to the shopper, shown in the live region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// The order could not be loaded (network or server).
+    OrderUnavailable,
+    /// There is no order with that number.
+    OrderNotFound,
+    /// The payment service (token store) is down for now.
+    ServiceUnavailable,
+    /// The page could not reach the server.
+    Offline,
+    /// The old token was refused; a new one is ready. Nothing was charged.
+    TokenRenewed,
+    /// The balance does not cover the order.
+    InsufficientFunds,
+    /// Re-sending the same pay request because the last one got no answer.
+    Retrying,
+    /// The pay request kept failing; pressing "Try again" is safe.
+    SubmitStalled,
+    /// The order was already settled by another tab or an earlier attempt.
+    AlreadySettled,
+    /// The bank is taking longer than usual to confirm.
+    Slow,
+    /// Something unexpected answered; pressing again is safe.
+    Unexpected,
+}
+
+impl Notice {
+    /// The text shown and announced.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::OrderUnavailable => "We could not load this order. Please try again.",
+            Self::OrderNotFound => "We could not find this order. Please check the link.",
+            Self::ServiceUnavailable => {
+                "Payments are temporarily unavailable. Nothing was charged. Please try again in a moment."
+            }
+            Self::Offline => {
+                "We could not reach the server. Check your connection; nothing was charged. Please try again."
+            }
+            Self::TokenRenewed => {
+                "Your payment session expired, so nothing was charged. Please press \u{201c}Pay now\u{201d} again."
+            }
+            Self::InsufficientFunds => {
+                "Your balance is too low for this order. Nothing was charged."
+            }
+            Self::Retrying => {
+                "The connection is unstable; still trying to send your payment\u{2026}"
+            }
+            Self::SubmitStalled => {
+                "We could not confirm that your payment was sent. Pressing \u{201c}Try again\u{201d} is safe: you will be charged at most once."
+            }
+            Self::AlreadySettled => "This order has already been settled.",
+            Self::Slow => {
+                "The bank is taking longer than usual. You will be charged at most once; check again in a moment."
+            }
+            Self::Unexpected => {
+                "Something went wrong on our side. Pressing \u{201c}Try again\u{201d} is safe: you will be charged at most once."
+            }
+        }
+    }
+
+    /// A stable name for tests and styling (`data-notice`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::OrderUnavailable => "order-unavailable",
+            Self::OrderNotFound => "order-not-found",
+            Self::ServiceUnavailable => "service-unavailable",
+            Self::Offline => "offline",
+            Self::TokenRenewed => "token-renewed",
+            Self::InsufficientFunds => "insufficient-funds",
+            Self::Retrying => "retrying",
+            Self::SubmitStalled => "submit-stalled",
+            Self::AlreadySettled => "already-settled",
+            Self::Slow => "slow",
+            Self::Unexpected => "unexpected",
+        }
+    }
+
+    /// True for problems (shown as an error), false for information.
+    pub fn is_problem(self) -> bool {
+        !matches!(self, Self::Retrying | Self::AlreadySettled | Self::Slow)
+    }
+}

@@ -1,0 +1,134 @@
+//! What the payment page shows for a state of the flow.
+//!
+//! The page draws what a [`PayView`] says, so which buttons, progress line,
+//! notice and receipt a state shows is decided here, in plain Rust the tests
+//! compare, rather than in the `view!` markup.
+
+use super::rules::{PayFlow, Phase};
+use super::texts::{self, Notice};
+use crate::format::format_timestamp;
+use api_types::api::{Account, Order};
+use api_types::{OrderStatus, format_minor};
+
+impl PayFlow {
+    /// What the page shows for this state.
+    pub fn view(&self) -> PayView {
+        let status = self.order.as_ref().map(|order| order.status);
+        let pay_button = match &self.phase {
+            Phase::FetchingToken => Some(PayButton {
+                enabled: false,
+                label: texts::PAY_NOW,
+                busy: false,
+            }),
+            Phase::Ready { .. } => Some(PayButton {
+                enabled: true,
+                label: texts::PAY_NOW,
+                busy: false,
+            }),
+            Phase::Submitting { .. } => Some(PayButton {
+                enabled: false,
+                label: texts::PAYING,
+                busy: true,
+            }),
+            _ => None,
+        };
+        let retry_label = match self.phase {
+            Phase::OrderUnavailable | Phase::TokenUnavailable | Phase::SubmitStalled { .. } => {
+                Some(texts::TRY_AGAIN)
+            }
+            Phase::Slow => Some(texts::CHECK_AGAIN),
+            _ => None,
+        };
+        let progress = match self.phase {
+            Phase::LoadingOrder => Some(texts::LOADING_ORDER),
+            Phase::FetchingToken => Some(texts::PREPARING_PAYMENT),
+            Phase::Submitting { retry: 0, .. } => Some(texts::SENDING_PAYMENT),
+            Phase::Submitting { .. } => Some(texts::SENDING_PAYMENT_AGAIN),
+            Phase::Processing { .. } => Some(texts::WAITING_FOR_BANK),
+            _ => None,
+        };
+        let outcome = match self.order.as_ref() {
+            Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Paid => {
+                Some(Outcome::Paid {
+                    paid_at: order.paid_at.as_deref().map(format_timestamp),
+                    payment_id: self.payment_id.map(|id| id.to_string()),
+                })
+            }
+            Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Failed => {
+                Some(Outcome::Failed {
+                    reason: order
+                        .failure_reason
+                        .clone()
+                        .unwrap_or_else(|| texts::DECLINED_WITHOUT_REASON.to_owned()),
+                })
+            }
+            _ => None,
+        };
+        PayView {
+            amount: self
+                .order
+                .as_ref()
+                .map(|order| format_minor(order.amount_cents, order.currency)),
+            status,
+            pay_button,
+            retry_label,
+            progress,
+            notice: self.notice,
+            outcome,
+        }
+    }
+}
+
+/// The pay button as shown; absent when paying is not possible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayButton {
+    /// Whether a press does anything.
+    pub enabled: bool,
+    /// Its text.
+    pub label: &'static str,
+    /// A request is in flight (`aria-busy`).
+    pub busy: bool,
+}
+
+/// How a settled order ended, for the receipt or the failure panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Charged once.
+    Paid {
+        /// When, formatted for people.
+        paid_at: Option<String>,
+        /// Our payment id, when it was paid from this page load.
+        payment_id: Option<String>,
+    },
+    /// Will never be charged.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Everything the payment page renders, derived from [`PayFlow`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayView {
+    /// The formatted amount, once the order is known.
+    pub amount: Option<String>,
+    /// The order's status, once known.
+    pub status: Option<OrderStatus>,
+    /// The pay button, when paying is possible.
+    pub pay_button: Option<PayButton>,
+    /// The retry button's label, when there is something to retry.
+    pub retry_label: Option<&'static str>,
+    /// A progress line while something is in flight.
+    pub progress: Option<&'static str>,
+    /// A message for the shopper.
+    pub notice: Option<Notice>,
+    /// The receipt or failure reason, once final.
+    pub outcome: Option<Outcome>,
+}
+
+/// The shopper's balance, formatted, when `account` is the one the order charges.
+pub fn balance_text(order: Option<&Order>, account: Option<&Account>) -> Option<String> {
+    let (order, account) = (order?, account?);
+    (order.account_id == account.account_id)
+        .then(|| format_minor(account.balance_cents, account.currency))
+}
