@@ -11,7 +11,9 @@
 //! them to the backend in development, the backend serves the page itself in
 //! production and in the browser tests.
 
-use api_types::api::{CreateOrder, DemoShop, Order, PayAccepted, PayRequest, RequestToken};
+use api_types::api::{
+    CreateOrder, DemoShop, Order, PayAccepted, PayRequest, PlatformInfo, RequestToken,
+};
 use api_types::{ErrorBody, ErrorCode};
 use gloo_net::http::{Request, RequestBuilder};
 use gloo_timers::callback::Timeout;
@@ -82,6 +84,12 @@ impl ApiError {
             Some(ErrorCode::TokenStoreUnavailable | ErrorCode::ServiceUnavailable)
         ) || self.status() == Some(503)
     }
+}
+
+/// `GET /api/platform`: which payment platform takes the payments (the page
+/// marks itself "sandbox" when no money moves).
+pub async fn platform() -> Result<PlatformInfo, ApiError> {
+    call(Request::get("/api/platform"), None, READ_TIMEOUT_MS).await
 }
 
 /// `GET /api/demo`: the demo account and its orders (404 when demo mode is off).
