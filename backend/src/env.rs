@@ -35,3 +35,56 @@ pub const CRASH_POINTS: &str = "CRASH_POINTS";
 pub const CRASH_SEED: &str = "CRASH_SEED";
 /// Log filter (tracing `EnvFilter` syntax).
 pub const RUST_LOG: &str = "RUST_LOG";
+
+/// Every variable above: `.env.example` must explain each one (a test checks).
+pub const ALL: &[&str] = &[
+    DATABASE_URL,
+    DATABASE_MAX_CONNECTIONS,
+    REDIS_URL,
+    REDIS_KEY_PREFIX,
+    BIND_ADDR,
+    TOKEN_TTL_SECS,
+    PLATFORM,
+    PLATFORM_URL,
+    WEBHOOK_SECRET,
+    ADMIN_TOKEN,
+    STATIC_DIR,
+    DEMO,
+    SANDBOX_CALLBACK_DELAY_MS,
+    CRASH_POINTS,
+    CRASH_SEED,
+    RUST_LOG,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::ALL;
+
+    #[test]
+    fn env_example_explains_every_variable_the_backend_reads() {
+        let example = include_str!("../../.env.example");
+        for name in ALL {
+            let set = format!("\n{name}=");
+            let commented = format!("\n# {name}=");
+            assert!(
+                example.contains(&set) || example.contains(&commented),
+                ".env.example does not list {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_clap_setting_reads_a_listed_variable() {
+        use clap::CommandFactory;
+        let command = crate::config::Config::command();
+        for argument in command.get_arguments() {
+            if let Some(variable) = argument.get_env() {
+                let variable = variable.to_string_lossy();
+                assert!(
+                    ALL.contains(&variable.as_ref()),
+                    "{variable} is read by Config but missing from env::ALL"
+                );
+            }
+        }
+    }
+}
