@@ -192,13 +192,29 @@ pub enum ConfigError {
     /// The secret given is not usable.
     #[error("WEBHOOK_SECRET is not usable: {0}")]
     BadWebhookSecret(SecretError),
+    /// An admin token short enough to guess (an empty one, as a compose file
+    /// makes from an unset variable, above all).
+    #[error(
+        "ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_CHARS} characters (it has {0}); \
+         unset it to switch the admin API off, or make one with: head -c 24 /dev/urandom | base64"
+    )]
+    ShortAdminToken(usize),
 }
+
+/// The fewest characters an admin token may have.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
 impl Config {
     /// Checks the combination and settles the platform and the callback secret.
     /// Runs before anything is connected, so a wrong deploy fails at once.
     pub fn settle(&self) -> Result<Settled, ConfigError> {
         use secrecy::ExposeSecret;
+        if let Some(token) = &self.admin_token {
+            let chars = token.expose_secret().chars().count();
+            if chars < MIN_ADMIN_TOKEN_CHARS {
+                return Err(ConfigError::ShortAdminToken(chars));
+            }
+        }
         let given = self
             .webhook_secret
             .as_ref()
@@ -306,11 +322,29 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_or_short_admin_token_is_refused() {
+        for token in ["", "change-me", &"x".repeat(MIN_ADMIN_TOKEN_CHARS - 1)] {
+            let config = Config {
+                platform: Some(PlatformKind::Remote),
+                platform_url: Some("http://127.0.0.1:4000".into()),
+                webhook_secret: Some(strong_secret()),
+                admin_token: Some(SecretString::from(token)),
+                ..Config::default()
+            };
+            assert_eq!(
+                config.settle().err(),
+                Some(ConfigError::ShortAdminToken(token.chars().count())),
+                "{token:?}"
+            );
+        }
+    }
+
+    #[test]
     fn secrets_never_show_in_debug() {
         let secret = strong_secret();
         let config = Config {
             webhook_secret: Some(secret.clone()),
-            admin_token: Some(SecretString::from("admin-token-value")),
+            admin_token: Some(SecretString::from("admin-token-value-that-is-long-enough")),
             ..Config::default()
         };
         let shown = format!("{config:?}");

@@ -40,6 +40,11 @@ pub const SECRET_PREFIX: &str = "whsec_";
 /// 24 to 64 bytes; fewer make the HMAC guessable.
 pub const MIN_SECRET_BYTES: usize = 24;
 
+/// Secrets published in documentation and examples (Standard Webhooks' own
+/// example among them). Anyone can sign with them, so they are refused like an
+/// empty key.
+pub const PUBLISHED_EXAMPLE_SECRETS: &[&str] = &["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"];
+
 /// How many key bytes [`CallbackSecret::generate`] makes.
 pub const GENERATED_SECRET_BYTES: usize = 32;
 
@@ -55,6 +60,12 @@ pub enum SecretError {
     /// What follows `whsec_` is not standard base64.
     #[error("a webhook secret must be whsec_ followed by standard base64")]
     NotBase64,
+    /// A secret printed in documentation: public, so useless as a secret.
+    #[error(
+        "this webhook secret is a published example; make your own \
+         (echo whsec_$(head -c 32 /dev/urandom | base64))"
+    )]
+    PublishedExample,
     /// The key is too short to sign with.
     #[error(
         "a webhook secret must hold at least {MIN_SECRET_BYTES} key bytes; this one holds {0} \
@@ -133,6 +144,9 @@ impl CallbackSecret {
     /// Parses `whsec_<base64>`, refusing a missing prefix, bad base64 and keys
     /// shorter than [`MIN_SECRET_BYTES`] (an empty key above all).
     pub fn parse(text: &str) -> Result<Self, SecretError> {
+        if PUBLISHED_EXAMPLE_SECRETS.contains(&text.trim()) {
+            return Err(SecretError::PublishedExample);
+        }
         let encoded = text
             .trim()
             .strip_prefix(SECRET_PREFIX)
@@ -322,6 +336,16 @@ mod tests {
             Err(SecretError::TooShort(23))
         );
         assert!(CallbackSecret::parse(&secret_of(24)).is_ok());
+    }
+
+    #[test]
+    fn a_published_example_secret_is_refused_though_long_enough() {
+        for example in PUBLISHED_EXAMPLE_SECRETS {
+            assert_eq!(
+                CallbackSecret::parse(example).map(|_| ()),
+                Err(SecretError::PublishedExample)
+            );
+        }
     }
 
     #[test]

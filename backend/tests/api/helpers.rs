@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// The admin bearer token every test app uses.
-pub const ADMIN_TOKEN: &str = "test-admin-token";
+pub const ADMIN_TOKEN: &str = "test-admin-token-of-32-characters";
 
 static TRACING: Once = Once::new();
 
@@ -208,6 +208,23 @@ impl TestApp {
             .send()
             .await
             .expect("request sent")
+    }
+
+    /// Waits until `/healthz` says both PostgreSQL and Redis answer (after an outage).
+    pub async fn wait_until_healthy(&self) {
+        for _ in 0..200 {
+            let healthy = self
+                .http
+                .get(self.url("/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == StatusCode::OK);
+            if healthy {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the app did not become healthy within 10 s");
     }
 
     /// Waits until the order leaves PENDING (the sandbox's callback arrived).

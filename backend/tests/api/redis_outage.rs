@@ -49,6 +49,9 @@ async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_
 
     // Redis comes back empty: the old token is gone, a new one pays.
     redis.resume().await.expect("restarts");
+    // The app's connection to Redis comes back on its own; on a busy machine
+    // that takes a moment, and until then an answer is an honest 503.
+    app.wait_until_healthy().await;
     let stale = app.pay(&order.order_no, token).await;
     assert_eq!(stale.status(), StatusCode::CONFLICT);
     let fresh = app.request_token(&order.order_no).await;

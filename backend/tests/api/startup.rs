@@ -92,7 +92,7 @@ fn help_never_shows_the_secrets_set_in_the_environment() {
         &["--help"],
         &[
             ("WEBHOOK_SECRET", secret.expose()),
-            ("ADMIN_TOKEN", "admin-token-in-the-environment"),
+            ("ADMIN_TOKEN", "admin-token-in-the-environment-32+"),
         ],
     );
 
@@ -104,4 +104,29 @@ fn help_never_shows_the_secrets_set_in_the_environment() {
     );
     assert!(!help.contains(&secret.expose()[6..]), "{help}");
     assert!(!help.contains("admin-token-in-the-environment"), "{help}");
+}
+
+#[test]
+fn an_empty_admin_token_is_refused_instead_of_opening_the_admin_api() {
+    let line = refusal(&run_backend(
+        &[],
+        &[("PLATFORM", "sandbox"), ("ADMIN_TOKEN", "")],
+    ));
+    assert!(
+        line.contains("ADMIN_TOKEN must be at least 32 characters"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_published_example_webhook_secret_is_refused() {
+    let line = refusal(&run_backend(
+        &[],
+        &[
+            ("PLATFORM", "remote"),
+            ("PLATFORM_URL", "http://127.0.0.1:4000"),
+            ("WEBHOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        ],
+    ));
+    assert!(line.contains("published example"), "{line}");
 }

@@ -14,7 +14,7 @@ use tokio::sync::Mutex;
 use uuid::Uuid;
 
 /// The admin token of rig backends.
-pub const ADMIN: &str = "fault-admin";
+pub const ADMIN: &str = "fault-admin-token-of-32-characters";
 
 /// Seeds to run: `FAULT_SEEDS=7,8` reproduces or extends; CI runs a bounded few.
 pub fn seeds() -> Vec<u64> {
