@@ -1,12 +1,17 @@
 //! Request and answer bodies of the HTTP API, exactly as they travel.
 //!
-//! Timestamps are RFC 3339 text in UTC. Amounts are integer minor units.
+//! Timestamps are [`OffsetDateTime`]s that travel as RFC 3339 text (the
+//! backend sends UTC), written by `time::serde::rfc3339`: the same text as
+//! `OffsetDateTime::format(&Rfc3339)`. The exception is a callback's
+//! [`EventTimestamp`], which is whatever the platform sends. Amounts are
+//! integer minor units.
 
 pub use crate::enums::CallbackType;
 use crate::enums::{AnomalyKind, CallbackOutcome, LedgerKind};
 use crate::money::Currency;
 use crate::status::OrderStatus;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// `GET /healthz`: each part is `"ok"` or `"down"`.
@@ -69,7 +74,8 @@ pub struct LedgerEntry {
     /// The platform's payment id.
     pub payment_id: String,
     /// When it was written.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// `POST /api/orders`.
@@ -97,9 +103,12 @@ pub struct Order {
     /// Where the order stands.
     pub status: OrderStatus,
     /// When it was created.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// When it was charged; null unless PAID.
-    pub paid_at: Option<String>,
+    // `default`: a missing field reads as null, as it did for `Option<String>`.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub paid_at: Option<OffsetDateTime>,
     /// Why it failed; null unless FAILED.
     pub failure_reason: Option<String>,
 }
@@ -110,7 +119,8 @@ pub struct RequestToken {
     /// UUID v4, usable once.
     pub request_token: Uuid,
     /// When the token stops being accepted.
-    pub expires_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
 }
 
 /// `POST /api/orders/{order_no}/pay`.
@@ -209,7 +219,8 @@ pub struct ProcessedCallback {
     /// What it did: `CHARGED`, `ORDER_FAILED`, `IGNORED_ANOMALY`, ...
     pub outcome: CallbackOutcome,
     /// When.
-    pub processed_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub processed_at: OffsetDateTime,
 }
 
 /// One received delivery.
@@ -220,7 +231,8 @@ pub struct CallbackDelivery {
     /// What we answered.
     pub http_status: u16,
     /// When it arrived.
-    pub received_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub received_at: OffsetDateTime,
 }
 
 /// Something a person must review.
@@ -235,7 +247,8 @@ pub struct Anomaly {
     /// The facts behind it.
     pub details: serde_json::Value,
     /// When it was raised.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// `GET /api/platform`: which payment platform takes the payments.
@@ -245,4 +258,120 @@ pub struct PlatformInfo {
     pub platform: String,
     /// True for the sandbox, so a page can mark itself as one.
     pub sandbox: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::format_description::well_known::Rfc3339;
+    use time::macros::{datetime, offset};
+
+    /// What the backend put in the `String` fields before they were typed.
+    fn old_text(at: OffsetDateTime) -> String {
+        at.format(&Rfc3339).expect("formats")
+    }
+
+    /// `value`'s field `name` as JSON, after checking `value` survives a round trip.
+    fn wire_field<T>(value: &T, name: &str) -> serde_json::Value
+    where
+        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let json = serde_json::to_string(value).expect("serialises");
+        let back: T = serde_json::from_str(&json).expect("parses");
+        assert_eq!(&back, value);
+        let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        json[name].clone()
+    }
+
+    fn order(created_at: OffsetDateTime, paid_at: Option<OffsetDateTime>) -> Order {
+        Order {
+            order_no: "ord_1".into(),
+            account_id: Uuid::nil(),
+            amount_cents: 1_250,
+            currency: "EUR".parse().expect("valid currency"),
+            status: OrderStatus::Paid,
+            created_at,
+            paid_at,
+            failure_reason: None,
+        }
+    }
+
+    #[test]
+    fn an_order_serialises_byte_for_byte_as_before_and_round_trips() {
+        let created_at = datetime!(2025-01-31 14:05:09.123456 UTC);
+        let paid_at = datetime!(2025-01-31 16:05:10.5 +02:00);
+        let order = order(created_at, Some(paid_at));
+
+        let json = serde_json::to_string(&order).expect("serialises");
+
+        assert_eq!(old_text(created_at), "2025-01-31T14:05:09.123456Z");
+        assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
+        assert_eq!(
+            json,
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","failure_reason":null}"#
+        );
+        let back: Order = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, order);
+        assert_eq!(back.paid_at.map(OffsetDateTime::offset), Some(offset!(+2)));
+    }
+
+    #[test]
+    fn an_unpaid_order_has_a_null_paid_at_and_reads_one_that_is_missing() {
+        let order = order(datetime!(2025-01-31 14:00:00 UTC), None);
+
+        let json = serde_json::to_value(&order).expect("serialises");
+
+        assert_eq!(json["created_at"], "2025-01-31T14:00:00Z");
+        assert_eq!(json["paid_at"], serde_json::Value::Null);
+        let mut without = json.clone();
+        without.as_object_mut().expect("object").remove("paid_at");
+        let back: Order = serde_json::from_value(without).expect("parses");
+        assert_eq!(back, order);
+    }
+
+    #[test]
+    fn every_timestamp_field_travels_as_the_old_rfc3339_text() {
+        // Nanoseconds, as `now_utc()` gives for a token's expiry.
+        let at = datetime!(2025-01-31 14:15:00.123456789 UTC);
+        let text = serde_json::Value::from(old_text(at));
+        let token = RequestToken {
+            request_token: Uuid::nil(),
+            expires_at: at,
+        };
+        let entry = LedgerEntry {
+            callback_id: "cb_1".into(),
+            order_no: "ord_1".into(),
+            amount_cents: 1,
+            currency: "EUR".parse().expect("valid currency"),
+            kind: LedgerKind::Charge,
+            payment_id: "pay_1".into(),
+            created_at: at,
+        };
+        let processed = ProcessedCallback {
+            event_type: CallbackType::PaymentSucceeded,
+            order_no: "ord_1".into(),
+            payment_id: "pay_1".into(),
+            outcome: CallbackOutcome::Charged,
+            processed_at: at,
+        };
+        let delivery = CallbackDelivery {
+            outcome: CallbackOutcome::Charged,
+            http_status: 200,
+            received_at: at,
+        };
+        let anomaly = Anomaly {
+            callback_id: "cb_1".into(),
+            order_no: "ord_1".into(),
+            kind: AnomalyKind::AmountMismatch,
+            details: serde_json::json!({}),
+            created_at: at,
+        };
+
+        assert_eq!(text, "2025-01-31T14:15:00.123456789Z");
+        assert_eq!(wire_field(&token, "expires_at"), text);
+        assert_eq!(wire_field(&entry, "created_at"), text);
+        assert_eq!(wire_field(&processed, "processed_at"), text);
+        assert_eq!(wire_field(&delivery, "received_at"), text);
+        assert_eq!(wire_field(&anomaly, "created_at"), text);
+    }
 }

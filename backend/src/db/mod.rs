@@ -16,14 +16,6 @@ pub mod deliveries;
 pub mod ledger;
 pub mod orders;
 
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-
-/// Formats a database timestamp for the wire (RFC 3339, UTC).
-pub fn rfc3339(at: OffsetDateTime) -> String {
-    at.format(&Rfc3339).unwrap_or_else(|_| at.to_string())
-}
-
 /// True when `err` is a unique violation of the named constraint or index.
 pub fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
     matches!(err, sqlx::Error::Database(db)

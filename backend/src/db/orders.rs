@@ -1,6 +1,5 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
-use super::rfc3339;
 use api_types::{Currency, OrderStatus};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -36,8 +35,8 @@ impl OrderRow {
             amount_cents: self.amount_cents,
             currency: self.currency,
             status: self.status,
-            created_at: rfc3339(self.created_at),
-            paid_at: self.paid_at.map(rfc3339),
+            created_at: self.created_at,
+            paid_at: self.paid_at,
             failure_reason: self.failure_reason.clone(),
         }
     }

@@ -1,6 +1,6 @@
 //! `/api/admin/accounts`: open accounts and read them with their ledger. Bearer-token protected.
 
-use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger};
+use crate::db::{accounts, anomalies, callbacks, deliveries, ledger};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::state::AppState;
@@ -84,7 +84,7 @@ pub async fn get_account(
             currency: row.currency,
             kind: row.kind,
             payment_id: row.payment_id,
-            created_at: db::rfc3339(row.created_at),
+            created_at: row.created_at,
         })
         .collect();
     Ok(Json(AccountDetails {
@@ -102,7 +102,7 @@ fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
         order_no: row.order_no,
         kind: row.kind,
         details: row.details,
-        created_at: db::rfc3339(row.created_at),
+        created_at: row.created_at,
     }
 }
 
@@ -121,7 +121,7 @@ pub async fn callback_history(
             order_no: row.order_no,
             payment_id: row.payment_id,
             outcome: row.outcome,
-            processed_at: db::rfc3339(row.processed_at),
+            processed_at: row.processed_at,
         });
     let deliveries = deliveries::list(&state.db, &callback_id)
         .await?
@@ -129,7 +129,7 @@ pub async fn callback_history(
         .map(|row| CallbackDelivery {
             outcome: row.outcome,
             http_status: u16::try_from(row.http_status).unwrap_or_default(),
-            received_at: db::rfc3339(row.received_at),
+            received_at: row.received_at,
         })
         .collect::<Vec<_>>();
     let anomalies = anomalies::list(&state.db, Some(&callback_id), 100)

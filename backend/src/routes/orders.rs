@@ -87,7 +87,7 @@ pub async fn issue_request_token(
         StatusCode::CREATED,
         Json(RequestToken {
             request_token: token,
-            expires_at: crate::db::rfc3339(expires_at),
+            expires_at,
         }),
     ))
 }

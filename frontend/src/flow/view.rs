@@ -50,7 +50,7 @@ impl PayFlow {
         let outcome = match self.order.as_ref() {
             Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Paid => {
                 Some(Outcome::Paid {
-                    paid_at: order.paid_at.as_deref().map(format_timestamp),
+                    paid_at: order.paid_at.map(format_timestamp),
                     payment_id: self.payment_id.map(|id| id.to_string()),
                 })
             }

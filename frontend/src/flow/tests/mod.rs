@@ -10,6 +10,7 @@ use crate::api::ApiError;
 use crate::flow::{Effect, Event, PayFlow};
 use api_types::api::{Order, PayAccepted, RequestToken};
 use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus};
+use time::macros::datetime;
 use uuid::Uuid;
 
 fn eur() -> Currency {
@@ -23,8 +24,8 @@ fn order(status: OrderStatus) -> Order {
         amount_cents: 1_250,
         currency: eur(),
         status,
-        created_at: "2025-01-31T14:00:00Z".into(),
-        paid_at: (status == OrderStatus::Paid).then(|| "2025-01-31T14:05:09.123Z".into()),
+        created_at: datetime!(2025-01-31 14:00:00 UTC),
+        paid_at: (status == OrderStatus::Paid).then_some(datetime!(2025-01-31 14:05:09.123 UTC)),
         failure_reason: (status == OrderStatus::Failed).then(|| "card declined".into()),
     }
 }
@@ -32,7 +33,7 @@ fn order(status: OrderStatus) -> Order {
 fn token(n: u128) -> RequestToken {
     RequestToken {
         request_token: Uuid::from_u128(n),
-        expires_at: "2025-01-31T14:15:00Z".into(),
+        expires_at: datetime!(2025-01-31 14:15:00 UTC),
     }
 }
 
