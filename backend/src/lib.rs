@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 pub mod faults;
 pub mod invariants;
+pub mod order_no;
 pub mod platform;
 pub mod routes;
 pub mod startup;

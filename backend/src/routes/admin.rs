@@ -2,14 +2,14 @@
 
 use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger};
 use crate::error::ApiError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, AppPath};
 use crate::state::AppState;
 use api_types::api::{
     Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
     LedgerEntry, ProcessedCallback,
 };
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use secrecy::ExposeSecret;
 use subtle::ConstantTimeEq;
@@ -67,7 +67,7 @@ pub async fn create_account(
 pub async fn get_account(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(account_id): Path<String>,
+    AppPath(account_id): AppPath<String>,
 ) -> Result<Json<AccountDetails>, ApiError> {
     authorize(&state, &headers)?;
     let account_id: Uuid = account_id.parse().map_err(|_| ApiError::AccountNotFound)?;
@@ -111,7 +111,7 @@ fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
 pub async fn callback_history(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(callback_id): Path<String>,
+    AppPath(callback_id): AppPath<String>,
 ) -> Result<Json<CallbackHistory>, ApiError> {
     authorize(&state, &headers)?;
     let processed = callbacks::find_processed(&state.db, &callback_id)

@@ -13,13 +13,14 @@ use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::faults;
+use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
 use crate::tokens::TokenBinding;
 use api_types::OrderStatus;
 use api_types::api::{PayAccepted, PayRequest};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
@@ -32,7 +33,7 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
 pub async fn pay(
     State(state): State<AppState>,
-    Path(order_no): Path<String>,
+    order_no: OrderNo,
     AppJson(body): AppJson<PayRequest>,
 ) -> Result<Response, ApiError> {
     let token = body.request_token;
@@ -42,7 +43,7 @@ pub async fn pay(
             return replay_or(
                 &state,
                 token,
-                &order_no,
+                order_no.as_str(),
                 ApiError::TokenInvalid(
                     "request token is unknown, expired or already used; get a new one and retry",
                 ),
@@ -53,14 +54,14 @@ pub async fn pay(
             return replay_or(
                 &state,
                 token,
-                &order_no,
+                order_no.as_str(),
                 ApiError::TokenStoreUnavailable(err),
             )
             .await;
         }
     };
     faults::crash_point("pay.after_getdel");
-    if binding.order_no != order_no {
+    if binding.order_no != order_no.as_str() {
         tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
         return Err(ApiError::TokenInvalid(
             "request token was issued for another order",

@@ -197,3 +197,21 @@ async fn callback_history_of_an_unknown_id_is_404_and_needs_the_token() {
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn an_admin_path_segment_that_is_not_utf8_gets_our_json_error_body() {
+    let app = spawn_app().await;
+
+    for path in ["/api/admin/accounts/%FF", "/api/admin/callbacks/%C3%28"] {
+        let response = app
+            .http
+            .get(app.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("sent");
+
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        assert_eq!(error_code(response).await, "BAD_REQUEST", "{path}");
+    }
+}
