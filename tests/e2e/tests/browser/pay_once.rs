@@ -17,7 +17,9 @@ async fn buying_then_paying_once_charges_once_and_shows_the_receipt() {
     assert_eq!(app.text("balance").await.as_deref(), Some("1,000.00 EUR"));
     // The backend runs PLATFORM=sandbox: the page says so, since no money moves.
     let badge = app
-        .eventually("the sandbox badge", || async { app.text("sandbox-badge").await })
+        .eventually("the sandbox badge", || async {
+            app.text("sandbox-badge").await
+        })
         .await;
     assert_eq!(badge.to_lowercase(), "sandbox");
     app.screenshot("shop").await;
