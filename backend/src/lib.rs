@@ -1,7 +1,7 @@
 //! The exactly-once checkout backend.
 //!
 //! Read it top down:
-//! - a pay goes [`routes::pay`] -> [`tokens`] (Redis `GETDEL`) -> [`db::attempts`] -> [`platform`];
+//! - a pay goes [`routes::pay`] -> [`tokens`] (Redis guarded `GETDEL`) -> [`db::attempts`] -> [`platform`];
 //! - a callback goes [`routes::callbacks`] -> [`callback_signing`] (signature) -> [`charge`] (the one
 //!   transaction) -> answer. Callback code never touches Redis.
 //!

@@ -1,7 +1,10 @@
 //! The request-token store, in Redis: a fast helper, never the guarantee.
 //!
-//! A token is issued with `SET key value EX ttl NX` and consumed with one `GETDEL`,
-//! so of any number of concurrent submits exactly one gets the binding back.
+//! A token is issued with `SET key value EX ttl NX` and consumed with a guarded
+//! `GETDEL`: one Lua script that deletes the key only if its binding names the
+//! order being paid. Of any number of concurrent submits for that order exactly
+//! one gets the binding back; a submit for another order leaves the token, and
+//! its TTL, untouched, so the shopper's own submit still works.
 //! If Redis loses the key (flush, restart, failover) a later submit merely fails
 //! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
 //! unique constraints, not Redis, keep a token from paying twice.
@@ -25,6 +28,34 @@ pub struct TokenBinding {
     pub amount_cents: i64,
     /// The order's currency.
     pub currency: Currency,
+}
+
+/// `GETDEL`, guarded by the order: `KEYS[1]` the token's key, `ARGV[1]` the
+/// order being paid. Returns nil when there is no such key, `{1, binding}` when
+/// it was bound to that order and is now deleted, `{0, binding}` when it is bound
+/// to another order and was left as it was. A script runs atomically, so the
+/// comparison and the delete cannot interleave with another submit.
+const CONSUME_SCRIPT: &str = r"
+local value = redis.call('GET', KEYS[1])
+if not value then
+    return false
+end
+if cjson.decode(value)['order_no'] ~= ARGV[1] then
+    return {0, value}
+end
+redis.call('DEL', KEYS[1])
+return {1, value}
+";
+
+/// What [`TokenStore::consume`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Consumed {
+    /// The token was bound to the order and is now used up: this caller is its one winner.
+    Taken(TokenBinding),
+    /// The token is bound to another order; it was left in the store, still usable there.
+    OtherOrder(TokenBinding),
+    /// No such token: unknown, expired, already used, or lost by Redis.
+    Missing,
 }
 
 /// Issues and consumes one-time request tokens.
@@ -73,14 +104,25 @@ impl TokenStore {
         Ok((token, OffsetDateTime::now_utc() + ttl))
     }
 
-    /// Takes the token out of the store in one `GETDEL`: `Some` for exactly one caller.
+    /// Takes the token out of the store if it is bound to `order_no`, in one atomic
+    /// script: [`Consumed::Taken`] for exactly one caller.
     #[tracing::instrument(name = "tokens.consume", skip(self))]
-    pub async fn consume(&self, token: Uuid) -> redis::RedisResult<Option<TokenBinding>> {
-        let mut cmd = redis::cmd("GETDEL");
-        cmd.arg(self.key(token));
-        let raw: Option<String> = self.run(&cmd).await?;
-        raw.map(|text| serde_json::from_str(&text).map_err(json_error))
-            .transpose()
+    pub async fn consume(&self, token: Uuid, order_no: &str) -> redis::RedisResult<Consumed> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(CONSUME_SCRIPT)
+            .arg(1)
+            .arg(self.key(token))
+            .arg(order_no);
+        let raw: Option<(i64, String)> = self.run(&cmd).await?;
+        let Some((taken, text)) = raw else {
+            return Ok(Consumed::Missing);
+        };
+        let binding: TokenBinding = serde_json::from_str(&text).map_err(json_error)?;
+        Ok(if taken == 1 {
+            Consumed::Taken(binding)
+        } else {
+            Consumed::OtherOrder(binding)
+        })
     }
 
     /// Puts a consumed token back (only if absent) after a failure on our side, so

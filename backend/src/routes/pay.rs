@@ -1,7 +1,9 @@
 //! `POST /api/orders/{order_no}/pay`: "Pay now".
 //!
 //! The idempotency key of a submit is its request token:
-//! 1. `GETDEL` the token in Redis: exactly one concurrent submit gets its binding;
+//! 1. take the token out of Redis if it is bound to this order (a guarded `GETDEL`,
+//!    [`crate::tokens`]): exactly one concurrent submit gets its binding, and a
+//!    token presented on another order is refused without being used up;
 //! 2. the winner inserts the payment attempt (UNIQUE request token, UNIQUE order)
 //!    with the answer it gives, in one transaction, and answers 202;
 //! 3. the attempt is handed to the platform after commit.
@@ -16,7 +18,7 @@ use crate::faults;
 use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
-use crate::tokens::TokenBinding;
+use crate::tokens::{Consumed, TokenBinding};
 use api_types::OrderStatus;
 use api_types::api::{PayAccepted, PayRequest};
 use axum::Json;
@@ -28,7 +30,7 @@ use uuid::Uuid;
 /// Header marking an answer as the replay of an earlier one.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
-/// `POST /api/orders/{order_no}/pay`: the one winner of `GETDEL` records the attempt; every
+/// `POST /api/orders/{order_no}/pay`: the one winner of the token records the attempt; every
 /// other use of the token replays the stored answer (see the module doc).
 #[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
 pub async fn pay(
@@ -37,9 +39,16 @@ pub async fn pay(
     AppJson(body): AppJson<PayRequest>,
 ) -> Result<Response, ApiError> {
     let token = body.request_token;
-    let binding = match state.tokens.consume(token).await {
-        Ok(Some(binding)) => binding,
-        Ok(None) => {
+    let binding = match state.tokens.consume(token, order_no.as_str()).await {
+        Ok(Consumed::Taken(binding)) => binding,
+        Ok(Consumed::OtherOrder(binding)) => {
+            // Left in the store: the shopper's own submit on its order still works.
+            tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
+            return Err(ApiError::TokenInvalid(
+                "request token was issued for another order",
+            ));
+        }
+        Ok(Consumed::Missing) => {
             return replay_or(
                 &state,
                 token,
@@ -61,12 +70,6 @@ pub async fn pay(
         }
     };
     faults::crash_point("pay.after_getdel");
-    if binding.order_no != order_no.as_str() {
-        tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
-        return Err(ApiError::TokenInvalid(
-            "request token was issued for another order",
-        ));
-    }
 
     match start_attempt(&state, token, &binding).await {
         Ok(Started::New(attempt)) => {
