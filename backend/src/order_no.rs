@@ -12,7 +12,7 @@ const PREFIX: &str = "ord_";
 const HEX_DIGITS: usize = 32;
 
 /// A well-formed order number (it may still name no order).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct OrderNo(String);
 
 impl OrderNo {
@@ -38,6 +38,13 @@ impl OrderNo {
 }
 
 impl fmt::Display for OrderNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The bare number, so spans that record it read `order_no=ord_...`.
+impl fmt::Debug for OrderNo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

@@ -8,16 +8,47 @@
 //! If Redis loses the key (flush, restart, failover) a later submit merely fails
 //! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
 //! unique constraints, not Redis, keep a token from paying twice.
+//!
+//! A token is a bearer capability (whoever holds it can pay), so no log line or
+//! span carries one: they carry its [`TokenFingerprint`] instead.
 
 use api_types::Currency;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// Longest we wait for Redis before answering 503: a slow helper must not stall checkout.
 const REDIS_DEADLINE: Duration = Duration::from_millis(1_000);
+
+/// What logs say instead of a request token: the first 8 hex digits of the
+/// SHA-256 of its hyphenated text (`printf %s <token> | sha256sum | cut -c1-8`).
+/// Enough to follow one token through the lines of one incident; useless for paying.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TokenFingerprint([u8; 4]);
+
+impl TokenFingerprint {
+    /// The fingerprint of `token`.
+    pub fn of(token: Uuid) -> Self {
+        let digest = Sha256::digest(token.as_hyphenated().to_string().as_bytes());
+        Self([digest[0], digest[1], digest[2], digest[3]])
+    }
+}
+
+impl fmt::Display for TokenFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for TokenFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 /// What a token is bound to: it pays this order, for this amount, and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,7 +137,7 @@ impl TokenStore {
 
     /// Takes the token out of the store if it is bound to `order_no`, in one atomic
     /// script: [`Consumed::Taken`] for exactly one caller.
-    #[tracing::instrument(name = "tokens.consume", skip(self))]
+    #[tracing::instrument(name = "tokens.consume", skip(self, token), fields(token_fp = %TokenFingerprint::of(token)))]
     pub async fn consume(&self, token: Uuid, order_no: &str) -> redis::RedisResult<Consumed> {
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(CONSUME_SCRIPT)
@@ -127,7 +158,7 @@ impl TokenStore {
 
     /// Puts a consumed token back (only if absent) after a failure on our side, so
     /// the shopper's retry with the same token is not refused for our fault.
-    #[tracing::instrument(name = "tokens.restore", skip(self, binding))]
+    #[tracing::instrument(name = "tokens.restore", skip(self, token, binding), fields(token_fp = %TokenFingerprint::of(token)))]
     pub async fn restore(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<()> {
         self.set_if_absent(token, binding).await?;
         Ok(())
@@ -174,4 +205,21 @@ fn json_error(err: serde_json::Error) -> redis::RedisError {
         "request token value is not valid JSON",
         err.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TokenFingerprint;
+    use uuid::Uuid;
+
+    #[test]
+    fn a_fingerprint_is_the_first_8_hex_digits_of_the_sha256_of_the_hyphenated_token() {
+        let token: Uuid = "6f1c1a9e-3b0e-4d5c-9a52-1f2e3d4c5b6a"
+            .parse()
+            .expect("a uuid");
+
+        // printf %s 6f1c1a9e-3b0e-4d5c-9a52-1f2e3d4c5b6a | sha256sum | cut -c1-8
+        assert_eq!(TokenFingerprint::of(token).to_string(), "5033b4c2");
+        assert_eq!(format!("{:?}", TokenFingerprint::of(token)), "5033b4c2");
+    }
 }

@@ -5,7 +5,7 @@ use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::order_no::OrderNo;
 use crate::state::AppState;
-use crate::tokens::TokenBinding;
+use crate::tokens::{TokenBinding, TokenFingerprint};
 use api_types::OrderStatus;
 use api_types::api::{CreateOrder, Order, RequestToken};
 use axum::Json;
@@ -77,7 +77,7 @@ pub async fn issue_request_token(
         .await
         .map_err(ApiError::TokenStoreUnavailable)?;
     orders::record_token_issued(&state.db, token, order_no.as_str(), expires_at).await?;
-    tracing::info!(%order_no, request_token = %token, "request token issued");
+    tracing::info!(%order_no, token_fp = %TokenFingerprint::of(token), "request token issued");
     Ok((
         StatusCode::CREATED,
         Json(RequestToken {

@@ -18,7 +18,7 @@ use crate::faults;
 use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
-use crate::tokens::{Consumed, TokenBinding};
+use crate::tokens::{Consumed, TokenBinding, TokenFingerprint};
 use api_types::OrderStatus;
 use api_types::api::{PayAccepted, PayRequest};
 use axum::Json;
@@ -32,7 +32,7 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// `POST /api/orders/{order_no}/pay`: the one winner of the token records the attempt; every
 /// other use of the token replays the stored answer (see the module doc).
-#[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
+#[tracing::instrument(name = "pay", skip(state, body), fields(token_fp = %TokenFingerprint::of(body.request_token)))]
 pub async fn pay(
     State(state): State<AppState>,
     order_no: OrderNo,
