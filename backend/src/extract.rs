@@ -1,8 +1,12 @@
 //! Extractors that answer malformed input with our error body instead of axum's plain text.
 
 use crate::error::ApiError;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use crate::order_no::OrderNo;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
 
 /// `Json<T>` whose rejection is a 400 (or 413) in the shared error shape.
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,5 +35,49 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
             ApiError::PayloadTooLarge(crate::startup::MAX_BODY_BYTES)
         }
         other => ApiError::BadRequest(other.body_text()),
+    }
+}
+
+/// `Path<T>` whose rejection (e.g. a segment that is not UTF-8 once
+/// percent-decoded) is a 400 in the shared error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for AppPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(PathRejection::FailedToDeserializePathParams(failed))
+                if !matches!(failed.kind(), ErrorKind::WrongNumberOfParameters { .. }) =>
+            {
+                Err(ApiError::BadRequest(failed.body_text()))
+            }
+            // The route and the handler disagree: our bug, not the caller's.
+            Err(other) => Err(ApiError::internal(other)),
+        }
+    }
+}
+
+/// The `{order_no}` of the route, parsed before any database or Redis call.
+/// Anything that is not a well-formed order number, down to a segment that is
+/// not UTF-8, is `404 ORDER_NOT_FOUND`, the answer an unknown order gets.
+impl<S> FromRequestParts<S> for OrderNo
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match AppPath::<String>::from_request_parts(parts, state).await {
+            Ok(AppPath(text)) => OrderNo::parse(&text).ok_or(ApiError::OrderNotFound),
+            Err(ApiError::BadRequest(_)) => Err(ApiError::OrderNotFound),
+            Err(other) => Err(other),
+        }
     }
 }

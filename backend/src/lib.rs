@@ -1,7 +1,7 @@
 //! The exactly-once checkout backend.
 //!
 //! Read it top down:
-//! - a pay goes [`routes::pay`] -> [`tokens`] (Redis `GETDEL`) -> [`db::attempts`] -> [`platform`];
+//! - a pay goes [`routes::pay`] -> [`tokens`] (Redis guarded `GETDEL`) -> [`db::attempts`] -> [`platform`];
 //! - a callback goes [`routes::callbacks`] -> [`callback_signing`] (signature) -> [`charge`] (the one
 //!   transaction) -> answer. Callback code never touches Redis.
 //!
@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 pub mod faults;
 pub mod invariants;
+pub mod order_no;
 pub mod platform;
 pub mod routes;
 pub mod startup;

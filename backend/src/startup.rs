@@ -238,7 +238,7 @@ fn redact(url: &str) -> String {
 pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(routes::health::healthz))
-        .nest("/api", routes::api())
+        .nest("/api", routes::api(&state))
         .with_state(state);
     app = match static_dir {
         // Client-side routes such as /pay/{order_no} get index.html with 200.

@@ -1,20 +1,54 @@
 //! The request-token store, in Redis: a fast helper, never the guarantee.
 //!
-//! A token is issued with `SET key value EX ttl NX` and consumed with one `GETDEL`,
-//! so of any number of concurrent submits exactly one gets the binding back.
+//! A token is issued with `SET key value EX ttl NX` and consumed with a guarded
+//! `GETDEL`: one Lua script that deletes the key only if its binding names the
+//! order being paid. Of any number of concurrent submits for that order exactly
+//! one gets the binding back; a submit for another order leaves the token, and
+//! its TTL, untouched, so the shopper's own submit still works.
 //! If Redis loses the key (flush, restart, failover) a later submit merely fails
 //! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
 //! unique constraints, not Redis, keep a token from paying twice.
+//!
+//! A token is a bearer capability (whoever holds it can pay), so no log line or
+//! span carries one: they carry its [`TokenFingerprint`] instead.
 
 use api_types::Currency;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// Longest we wait for Redis before answering 503: a slow helper must not stall checkout.
 const REDIS_DEADLINE: Duration = Duration::from_millis(1_000);
+
+/// What logs say instead of a request token: the first 8 hex digits of the
+/// SHA-256 of its hyphenated text (`printf %s <token> | sha256sum | cut -c1-8`).
+/// Enough to follow one token through the lines of one incident; useless for paying.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TokenFingerprint([u8; 4]);
+
+impl TokenFingerprint {
+    /// The fingerprint of `token`.
+    pub fn of(token: Uuid) -> Self {
+        let digest = Sha256::digest(token.as_hyphenated().to_string().as_bytes());
+        Self([digest[0], digest[1], digest[2], digest[3]])
+    }
+}
+
+impl fmt::Display for TokenFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for TokenFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 /// What a token is bound to: it pays this order, for this amount, and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +59,34 @@ pub struct TokenBinding {
     pub amount_cents: i64,
     /// The order's currency.
     pub currency: Currency,
+}
+
+/// `GETDEL`, guarded by the order: `KEYS[1]` the token's key, `ARGV[1]` the
+/// order being paid. Returns nil when there is no such key, `{1, binding}` when
+/// it was bound to that order and is now deleted, `{0, binding}` when it is bound
+/// to another order and was left as it was. A script runs atomically, so the
+/// comparison and the delete cannot interleave with another submit.
+const CONSUME_SCRIPT: &str = r"
+local value = redis.call('GET', KEYS[1])
+if not value then
+    return false
+end
+if cjson.decode(value)['order_no'] ~= ARGV[1] then
+    return {0, value}
+end
+redis.call('DEL', KEYS[1])
+return {1, value}
+";
+
+/// What [`TokenStore::consume`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Consumed {
+    /// The token was bound to the order and is now used up: this caller is its one winner.
+    Taken(TokenBinding),
+    /// The token is bound to another order; it was left in the store, still usable there.
+    OtherOrder(TokenBinding),
+    /// No such token: unknown, expired, already used, or lost by Redis.
+    Missing,
 }
 
 /// Issues and consumes one-time request tokens.
@@ -73,19 +135,30 @@ impl TokenStore {
         Ok((token, OffsetDateTime::now_utc() + ttl))
     }
 
-    /// Takes the token out of the store in one `GETDEL`: `Some` for exactly one caller.
-    #[tracing::instrument(name = "tokens.consume", skip(self))]
-    pub async fn consume(&self, token: Uuid) -> redis::RedisResult<Option<TokenBinding>> {
-        let mut cmd = redis::cmd("GETDEL");
-        cmd.arg(self.key(token));
-        let raw: Option<String> = self.run(&cmd).await?;
-        raw.map(|text| serde_json::from_str(&text).map_err(json_error))
-            .transpose()
+    /// Takes the token out of the store if it is bound to `order_no`, in one atomic
+    /// script: [`Consumed::Taken`] for exactly one caller.
+    #[tracing::instrument(name = "tokens.consume", skip(self, token), fields(token_fp = %TokenFingerprint::of(token)))]
+    pub async fn consume(&self, token: Uuid, order_no: &str) -> redis::RedisResult<Consumed> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(CONSUME_SCRIPT)
+            .arg(1)
+            .arg(self.key(token))
+            .arg(order_no);
+        let raw: Option<(i64, String)> = self.run(&cmd).await?;
+        let Some((taken, text)) = raw else {
+            return Ok(Consumed::Missing);
+        };
+        let binding: TokenBinding = serde_json::from_str(&text).map_err(json_error)?;
+        Ok(if taken == 1 {
+            Consumed::Taken(binding)
+        } else {
+            Consumed::OtherOrder(binding)
+        })
     }
 
     /// Puts a consumed token back (only if absent) after a failure on our side, so
     /// the shopper's retry with the same token is not refused for our fault.
-    #[tracing::instrument(name = "tokens.restore", skip(self, binding))]
+    #[tracing::instrument(name = "tokens.restore", skip(self, token, binding), fields(token_fp = %TokenFingerprint::of(token)))]
     pub async fn restore(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<()> {
         self.set_if_absent(token, binding).await?;
         Ok(())
@@ -132,4 +205,21 @@ fn json_error(err: serde_json::Error) -> redis::RedisError {
         "request token value is not valid JSON",
         err.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TokenFingerprint;
+    use uuid::Uuid;
+
+    #[test]
+    fn a_fingerprint_is_the_first_8_hex_digits_of_the_sha256_of_the_hyphenated_token() {
+        let token: Uuid = "6f1c1a9e-3b0e-4d5c-9a52-1f2e3d4c5b6a"
+            .parse()
+            .expect("a uuid");
+
+        // printf %s 6f1c1a9e-3b0e-4d5c-9a52-1f2e3d4c5b6a | sha256sum | cut -c1-8
+        assert_eq!(TokenFingerprint::of(token).to_string(), "5033b4c2");
+        assert_eq!(format!("{:?}", TokenFingerprint::of(token)), "5033b4c2");
+    }
 }

@@ -1,5 +1,6 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
+use crate::tokens::TokenFingerprint;
 use api_types::Currency;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -32,7 +33,7 @@ pub struct AttemptRow {
 }
 
 /// The attempt a token made, if any: how a replay is answered without Redis.
-#[tracing::instrument(name = "db.attempts.find_by_token", skip(db))]
+#[tracing::instrument(name = "db.attempts.find_by_token", skip(db, request_token), fields(token_fp = %TokenFingerprint::of(request_token)))]
 pub async fn find_by_token(
     db: impl PgExecutor<'_>,
     request_token: Uuid,

@@ -1,5 +1,6 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
+use crate::tokens::TokenFingerprint;
 use api_types::{Currency, OrderStatus};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -174,7 +175,7 @@ pub async fn mark_failed(
 }
 
 /// Records that a request token was handed out for an order.
-#[tracing::instrument(name = "db.orders.record_token_issued", skip(db))]
+#[tracing::instrument(name = "db.orders.record_token_issued", skip(db, request_token), fields(token_fp = %TokenFingerprint::of(request_token)))]
 pub async fn record_token_issued(
     db: impl PgExecutor<'_>,
     request_token: Uuid,

@@ -1,22 +1,37 @@
-//! `/api/admin/accounts`: open accounts and read them with their ledger. Bearer-token protected.
+//! `/api/admin/*`: open accounts and read them with their ledger, callback
+//! histories and anomalies. Bearer-token protected by [`require_admin_token`],
+//! which runs before any handler, so nobody learns anything about a body's
+//! validation (or a path's) without the token.
 
 use crate::db::{accounts, anomalies, callbacks, deliveries, ledger};
 use crate::error::ApiError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, AppPath};
 use crate::state::AppState;
 use api_types::api::{
     Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
     LedgerEntry, ProcessedCallback,
 };
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use secrecy::ExposeSecret;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-/// Refuses the request unless it carries `Authorization: Bearer <ADMIN_TOKEN>`.
-/// With no admin token configured, the admin API does not exist (404).
+/// Middleware on every admin route: refuses the request before its handler (and
+/// so before its path or body is read) unless it carries `Authorization: Bearer
+/// <ADMIN_TOKEN>`. With no admin token configured, the admin API does not exist (404).
+pub async fn require_admin_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    authorize(&state, request.headers())?;
+    Ok(next.run(request).await)
+}
+
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(expected) = state
         .admin_token
@@ -41,10 +56,8 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
 /// `POST /api/admin/accounts` -> 201 the new account.
 pub async fn create_account(
     State(state): State<AppState>,
-    headers: HeaderMap,
     AppJson(body): AppJson<CreateAccount>,
 ) -> Result<(StatusCode, Json<Account>), ApiError> {
-    authorize(&state, &headers)?;
     if body.balance_cents < 0 {
         return Err(ApiError::BadRequest(
             "balance_cents must not be negative".into(),
@@ -66,10 +79,8 @@ pub async fn create_account(
 /// `GET /api/admin/accounts/{account_id}` -> the account with its ledger rows.
 pub async fn get_account(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(account_id): Path<String>,
+    AppPath(account_id): AppPath<String>,
 ) -> Result<Json<AccountDetails>, ApiError> {
-    authorize(&state, &headers)?;
     let account_id: Uuid = account_id.parse().map_err(|_| ApiError::AccountNotFound)?;
     let account = accounts::find(&state.db, account_id)
         .await?
@@ -110,10 +121,8 @@ fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
 /// how it was applied, every delivery and what we answered, and its anomalies.
 pub async fn callback_history(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(callback_id): Path<String>,
+    AppPath(callback_id): AppPath<String>,
 ) -> Result<Json<CallbackHistory>, ApiError> {
-    authorize(&state, &headers)?;
     let processed = callbacks::find_processed(&state.db, &callback_id)
         .await?
         .map(|row| ProcessedCallback {
@@ -149,11 +158,7 @@ pub async fn callback_history(
 }
 
 /// `GET /api/admin/anomalies` -> the newest 100 anomalies, for review.
-pub async fn list_anomalies(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Vec<Anomaly>>, ApiError> {
-    authorize(&state, &headers)?;
+pub async fn list_anomalies(State(state): State<AppState>) -> Result<Json<Vec<Anomaly>>, ApiError> {
     let rows = anomalies::list(&state.db, None, 100).await?;
     Ok(Json(rows.into_iter().map(anomaly_dto).collect()))
 }

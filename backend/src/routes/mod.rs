@@ -11,11 +11,13 @@ pub mod platform;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
+use axum::middleware;
 use axum::routing::{get, post};
 
 /// Every `/api` route; unknown `/api` paths answer 404 in our error shape.
-pub fn api() -> Router<AppState> {
-    Router::new()
+pub fn api(state: &AppState) -> Router<AppState> {
+    // A route layer, so it covers every admin route and runs before their extractors.
+    let admin = Router::new()
         .route("/admin/accounts", post(admin::create_account))
         .route("/admin/accounts/{account_id}", get(admin::get_account))
         .route(
@@ -23,6 +25,12 @@ pub fn api() -> Router<AppState> {
             get(admin::callback_history),
         )
         .route("/admin/anomalies", get(admin::list_anomalies))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            admin::require_admin_token,
+        ));
+    Router::new()
+        .merge(admin)
         .route("/orders", post(orders::create_order))
         .route("/orders/{order_no}", get(orders::get_order))
         .route(

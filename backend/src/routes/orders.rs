@@ -3,19 +3,14 @@
 use crate::db::{accounts, orders};
 use crate::error::ApiError;
 use crate::extract::AppJson;
+use crate::order_no::OrderNo;
 use crate::state::AppState;
-use crate::tokens::TokenBinding;
+use crate::tokens::{TokenBinding, TokenFingerprint};
 use api_types::OrderStatus;
 use api_types::api::{CreateOrder, Order, RequestToken};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use uuid::Uuid;
-
-/// A new unguessable order number: 122 random bits.
-fn new_order_no() -> String {
-    format!("ord_{}", Uuid::new_v4().simple())
-}
 
 /// `POST /api/orders` -> 201 the PENDING order.
 pub async fn create_order(
@@ -36,10 +31,10 @@ pub async fn create_order(
             order: body.currency,
         });
     }
-    let order_no = new_order_no();
+    let order_no = OrderNo::generate();
     let row = orders::insert(
         &state.db,
-        &order_no,
+        order_no.as_str(),
         body.account_id,
         body.amount_cents,
         body.currency,
@@ -52,9 +47,9 @@ pub async fn create_order(
 /// `GET /api/orders/{order_no}` -> the order.
 pub async fn get_order(
     State(state): State<AppState>,
-    Path(order_no): Path<String>,
+    order_no: OrderNo,
 ) -> Result<Json<Order>, ApiError> {
-    let row = orders::find(&state.db, &order_no)
+    let row = orders::find(&state.db, order_no.as_str())
         .await?
         .ok_or(ApiError::OrderNotFound)?;
     Ok(Json(row.to_dto()))
@@ -63,9 +58,9 @@ pub async fn get_order(
 /// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to the order and amount.
 pub async fn issue_request_token(
     State(state): State<AppState>,
-    Path(order_no): Path<String>,
+    order_no: OrderNo,
 ) -> Result<(StatusCode, Json<RequestToken>), ApiError> {
-    let order = orders::find(&state.db, &order_no)
+    let order = orders::find(&state.db, order_no.as_str())
         .await?
         .ok_or(ApiError::OrderNotFound)?;
     if order.status != OrderStatus::Pending {
@@ -81,8 +76,8 @@ pub async fn issue_request_token(
         .issue(&binding)
         .await
         .map_err(ApiError::TokenStoreUnavailable)?;
-    orders::record_token_issued(&state.db, token, &order_no, expires_at).await?;
-    tracing::info!(%order_no, request_token = %token, "request token issued");
+    orders::record_token_issued(&state.db, token, order_no.as_str(), expires_at).await?;
+    tracing::info!(%order_no, token_fp = %TokenFingerprint::of(token), "request token issued");
     Ok((
         StatusCode::CREATED,
         Json(RequestToken {

@@ -1,7 +1,9 @@
 //! `POST /api/orders/{order_no}/pay`: "Pay now".
 //!
 //! The idempotency key of a submit is its request token:
-//! 1. `GETDEL` the token in Redis: exactly one concurrent submit gets its binding;
+//! 1. take the token out of Redis if it is bound to this order (a guarded `GETDEL`,
+//!    [`crate::tokens`]): exactly one concurrent submit gets its binding, and a
+//!    token presented on another order is refused without being used up;
 //! 2. the winner inserts the payment attempt (UNIQUE request token, UNIQUE order)
 //!    with the answer it gives, in one transaction, and answers 202;
 //! 3. the attempt is handed to the platform after commit.
@@ -13,13 +15,14 @@ use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::faults;
+use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
-use crate::tokens::TokenBinding;
+use crate::tokens::{Consumed, TokenBinding, TokenFingerprint};
 use api_types::OrderStatus;
 use api_types::api::{PayAccepted, PayRequest};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
@@ -27,22 +30,29 @@ use uuid::Uuid;
 /// Header marking an answer as the replay of an earlier one.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
-/// `POST /api/orders/{order_no}/pay`: the one winner of `GETDEL` records the attempt; every
+/// `POST /api/orders/{order_no}/pay`: the one winner of the token records the attempt; every
 /// other use of the token replays the stored answer (see the module doc).
-#[tracing::instrument(name = "pay", skip(state, body), fields(request_token = %body.request_token))]
+#[tracing::instrument(name = "pay", skip(state, body), fields(token_fp = %TokenFingerprint::of(body.request_token)))]
 pub async fn pay(
     State(state): State<AppState>,
-    Path(order_no): Path<String>,
+    order_no: OrderNo,
     AppJson(body): AppJson<PayRequest>,
 ) -> Result<Response, ApiError> {
     let token = body.request_token;
-    let binding = match state.tokens.consume(token).await {
-        Ok(Some(binding)) => binding,
-        Ok(None) => {
+    let binding = match state.tokens.consume(token, order_no.as_str()).await {
+        Ok(Consumed::Taken(binding)) => binding,
+        Ok(Consumed::OtherOrder(binding)) => {
+            // Left in the store: the shopper's own submit on its order still works.
+            tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
+            return Err(ApiError::TokenInvalid(
+                "request token was issued for another order",
+            ));
+        }
+        Ok(Consumed::Missing) => {
             return replay_or(
                 &state,
                 token,
-                &order_no,
+                order_no.as_str(),
                 ApiError::TokenInvalid(
                     "request token is unknown, expired or already used; get a new one and retry",
                 ),
@@ -53,19 +63,13 @@ pub async fn pay(
             return replay_or(
                 &state,
                 token,
-                &order_no,
+                order_no.as_str(),
                 ApiError::TokenStoreUnavailable(err),
             )
             .await;
         }
     };
     faults::crash_point("pay.after_getdel");
-    if binding.order_no != order_no {
-        tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
-        return Err(ApiError::TokenInvalid(
-            "request token was issued for another order",
-        ));
-    }
 
     match start_attempt(&state, token, &binding).await {
         Ok(Started::New(attempt)) => {

@@ -1,5 +1,5 @@
 use crate::helpers::{
-    ADMIN_TOKEN, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
+    ADMIN_TOKEN, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
 };
 use api_types::api::AccountDetails;
 use api_types::{AnomalyKind, CallbackOutcome, LedgerKind};
@@ -196,4 +196,82 @@ async fn callback_history_of_an_unknown_id_is_404_and_needs_the_token() {
 
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn an_admin_path_segment_that_is_not_utf8_gets_our_json_error_body() {
+    let app = spawn_app().await;
+
+    for path in ["/api/admin/accounts/%FF", "/api/admin/callbacks/%C3%28"] {
+        let response = app
+            .http
+            .get(app.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("sent");
+
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        assert_eq!(error_code(response).await, "BAD_REQUEST", "{path}");
+    }
+}
+
+/// Admin requests whose body or path would fail validation, if it were read.
+fn malformed_admin_requests(app: &TestApp) -> Vec<reqwest::RequestBuilder> {
+    let accounts = app.url("/api/admin/accounts");
+    vec![
+        app.http
+            .post(&accounts)
+            .header("content-type", "application/json")
+            .body("{\"balance_cents\":"),
+        app.http
+            .post(&accounts)
+            .json(&json!({"balance_cents": -1, "currency": "EUR"})),
+        app.http
+            .post(&accounts)
+            .json(&json!({"balance_cents": 100, "currency": "euro"})),
+        app.http.post(&accounts).body("balance_cents=100"),
+        app.http.get(app.url("/api/admin/accounts/%FF")),
+        app.http.get(app.url("/api/admin/accounts/not-a-uuid")),
+        app.http.get(app.url("/api/admin/callbacks/%FF")),
+    ]
+}
+
+#[tokio::test]
+async fn admin_api_answers_401_before_reading_the_body_or_path_of_an_unauthenticated_request() {
+    let app = spawn_app().await;
+    let before = app.snapshot().await;
+
+    for bearer in [None, Some("not-the-token"), Some("")] {
+        for request in malformed_admin_requests(&app) {
+            let request = match bearer {
+                Some(token) => request.bearer_auth(token),
+                None => request,
+            };
+            let response = request.send().await.expect("sent");
+            let what = format!("{} {} ({bearer:?})", response.url(), response.status());
+
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{what}");
+            assert_eq!(error_code(response).await, "UNAUTHORIZED", "{what}");
+        }
+    }
+
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.count("accounts").await, 0);
+}
+
+#[tokio::test]
+async fn admin_api_is_404_for_malformed_requests_when_no_admin_token_is_configured() {
+    let app = spawn_app_with(|c| c.admin_token = None).await;
+    let before = app.snapshot().await;
+
+    for request in malformed_admin_requests(&app) {
+        let response = request.bearer_auth(ADMIN_TOKEN).send().await.expect("sent");
+        let what = format!("{} {}", response.url(), response.status());
+
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{what}");
+        assert_eq!(error_code(response).await, "NOT_FOUND", "{what}");
+    }
+
+    assert_eq!(app.snapshot().await, before);
 }

@@ -283,6 +283,20 @@ impl TestApp {
             .expect("balance")
     }
 
+    /// Seconds the request token has left in Redis; -2 when it is not there.
+    pub async fn token_ttl(&self, token: Uuid) -> i64 {
+        let client = redis::Client::open(self.config.redis_url.as_str()).expect("redis url");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis");
+        redis::cmd("TTL")
+            .arg(format!("{}token:{token}", self.config.redis_key_prefix))
+            .query_async(&mut conn)
+            .await
+            .expect("ttl")
+    }
+
     /// Rows in a table (name from the test code only).
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))

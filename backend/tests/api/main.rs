@@ -6,6 +6,7 @@ mod callbacks;
 mod health;
 mod helpers;
 mod incident;
+mod logs;
 mod orders;
 mod pay;
 mod redis_outage;

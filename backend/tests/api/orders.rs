@@ -152,3 +152,49 @@ async fn the_platform_endpoint_says_the_sandbox_is_a_sandbox() {
     let body: serde_json::Value = response.json().await.expect("json");
     assert_eq!(body, json!({"platform": "sandbox", "sandbox": true}));
 }
+
+#[tokio::test]
+async fn malformed_order_numbers_are_404_order_not_found_on_every_order_route_and_change_nothing() {
+    let app = spawn_app().await;
+    let (account, order) = app.account_with_order(10_000, 2_000).await;
+    let token = app.request_token(&order.order_no).await;
+    let before = app.snapshot().await;
+    let hex = order.order_no.trim_start_matches("ord_");
+    let malformed = [
+        "ord_%00".to_owned(),
+        format!("{}%00", order.order_no),
+        "%FF".to_owned(),
+        format!("ord_{}%FF", &hex[..31]),
+        format!("{}0", order.order_no),
+        format!("ord_{}", "a".repeat(10_000)),
+        format!("xrd_{hex}"),
+        format!("ord_{}", hex.to_uppercase()),
+        format!("%20{}", order.order_no),
+    ];
+
+    for order_no in &malformed {
+        let read = app.get_order(order_no).await;
+        let issue = app.post_request_token(order_no).await;
+        let pay = app.pay(order_no, token).await;
+
+        for (route, response) in [("GET", read), ("request-token", issue), ("pay", pay)] {
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
+                "{route} {order_no:.60}"
+            );
+            assert_eq!(
+                error_code(response).await,
+                "ORDER_NOT_FOUND",
+                "{route} {order_no:.60}"
+            );
+        }
+    }
+
+    assert_eq!(app.snapshot().await, before);
+    let paid = app.pay(&order.order_no, token).await;
+    assert_eq!(paid.status(), StatusCode::ACCEPTED, "the token still pays");
+    assert!(paid.headers().get("idempotent-replayed").is_none());
+    app.wait_until_final(&order.order_no).await;
+    assert_eq!(app.balance(&account).await, 8_000);
+}

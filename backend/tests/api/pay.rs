@@ -204,3 +204,74 @@ async fn pay_with_a_balance_below_the_amount_is_422_and_changes_nothing() {
     assert_eq!(app.snapshot().await, before);
     assert_eq!(app.balance(&account).await, 1_000);
 }
+
+#[tokio::test]
+async fn a_token_presented_on_another_order_is_refused_unused_and_still_pays_its_own_order() {
+    let app = spawn_app().await;
+    let (account, order) = app.account_with_order(10_000, 2_000).await;
+    let other = app.create_order(&account, 3_000).await;
+    let token = app.request_token(&order.order_no).await;
+    let ttl_before = app.token_ttl(token).await;
+    let before = app.snapshot().await;
+
+    let refused = app.pay(&other.order_no, token).await;
+
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    assert_eq!(error_code(refused).await, "TOKEN_INVALID");
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.count("payment_attempts").await, 0);
+    assert_eq!(
+        app.order(&other.order_no).await.status,
+        OrderStatus::Pending
+    );
+    let ttl_after = app.token_ttl(token).await;
+    assert!(
+        (ttl_before - 2..=ttl_before).contains(&ttl_after),
+        "the token is still there with its own expiry: {ttl_before} s then {ttl_after} s"
+    );
+
+    let own = app.pay(&order.order_no, token).await;
+
+    assert_eq!(own.status(), StatusCode::ACCEPTED);
+    assert!(own.headers().get("idempotent-replayed").is_none());
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+    assert_eq!(app.balance(&account).await, 8_000);
+    assert_eq!(app.count("payment_attempts").await, 1);
+    assert_eq!(app.count("payment_ledger").await, 1);
+    assert_eq!(
+        app.order(&other.order_no).await.status,
+        OrderStatus::Pending
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn submits_of_a_token_on_another_order_racing_the_shoppers_own_never_make_it_fail() {
+    let app = spawn_app_with(|c| c.sandbox_callback_delay_ms = 300).await;
+    let (account, order) = app.account_with_order(10_000, 2_000).await;
+    let other = app.create_order(&account, 3_000).await;
+    let token = app.request_token(&order.order_no).await;
+
+    let (wrong, own) = tokio::join!(
+        join_all((0..25).map(|_| app.pay(&other.order_no, token))),
+        app.pay(&order.order_no, token),
+    );
+
+    for response in wrong {
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(error_code(response).await, "TOKEN_INVALID");
+    }
+    assert_eq!(own.status(), StatusCode::ACCEPTED);
+    assert!(own.headers().get("idempotent-replayed").is_none());
+    assert_eq!(app.count("payment_attempts").await, 1);
+    app.wait_until_final(&order.order_no).await;
+    assert_eq!(app.balance(&account).await, 8_000);
+    assert_eq!(
+        app.order(&other.order_no).await.status,
+        OrderStatus::Pending
+    );
+    app.assert_invariants().await;
+}
