@@ -10,7 +10,7 @@ use std::time::Duration;
 use testkit::{BackendProcess, TestDatabase};
 use uuid::Uuid;
 
-const ADMIN: &str = "logs-test-admin-token";
+const ADMIN: &str = "logs-test-admin-token-of-32-characters";
 
 #[tokio::test]
 async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint() {
