@@ -215,8 +215,12 @@ http_get() { # prints "STATUS BODY" of GET $1 on the backend, or nothing
     exec 3<&-
     printf '%s %s\n' "$(head -n1 <<<"$response" | cut -d' ' -f2)" "$(sed '1,/^$/d' <<<"$response")"
 }
-for _ in $(seq 1 120); do
-    kill -0 "$backend_pid" 2>/dev/null || break
+backend_state='still running'
+for _ in $(seq 1 240); do
+    if ! kill -0 "$backend_pid" 2>/dev/null; then
+        wait "$backend_pid" 2>/dev/null && backend_state='exited (0)' || backend_state="exited ($?)"
+        break
+    fi
     if health=$(http_get /healthz 2>/dev/null) && [[ -n $health ]]; then break; fi
     sleep 0.25
 done
@@ -224,7 +228,10 @@ status=${health%% *}
 check "GET /healthz: 200 (was ${status:-no answer})" equals "$status" 200
 check "GET /healthz: {\"database\":\"ok\",\"redis\":\"ok\"} (was ${health#* })" \
     equals "${health#* }" '{"database":"ok","redis":"ok"}'
-if [[ $status != 200 ]]; then tail -n 20 "$tmp/backend.log" | sed 's/^/      | /'; fi
+if [[ $status != 200 ]]; then
+    echo "      backend on 127.0.0.1:$BACKEND_PORT: $backend_state; its log:"
+    tail -n 20 "$tmp/backend.log" | sed 's/^/      | /'
+fi
 kill "$backend_pid" 2>/dev/null || true
 wait "$backend_pid" 2>/dev/null || true
 backend_pid=''
