@@ -54,6 +54,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude fr
 step "Unit and integration tests (api-types, callback-signing, backend, platform-sim, bench, testkit)"
 cargo test --locked -p api-types -p callback-signing -p backend -p platform-sim -p bench -p testkit
 
+step "cargo run -p backend picks the service binary (what scripts/run.sh runs)"
+cargo run --locked -q -p backend -- --version
+
 step "The service step against a PostgreSQL that asks for passwords and a Redis that does"
 bash scripts/test-services.sh
 
