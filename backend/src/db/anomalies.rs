@@ -3,8 +3,8 @@
 //! so an anomaly exists exactly when its cause was recorded.
 
 use api_types::AnomalyKind;
+use api_types::api::Anomaly;
 use sqlx::PgExecutor;
-use time::OffsetDateTime;
 
 /// Records an anomaly once per (callback id, kind); retries of the same callback add nothing.
 #[tracing::instrument(name = "db.anomalies.record", skip(db, details))]
@@ -29,30 +29,16 @@ pub async fn record(
     Ok(())
 }
 
-/// An `anomalies` row.
-#[derive(Debug, Clone)]
-pub struct AnomalyRow {
-    /// The callback that raised it.
-    pub callback_id: String,
-    /// The order concerned.
-    pub order_no: String,
-    /// Why it needs a person.
-    pub kind: AnomalyKind,
-    /// Its facts.
-    pub details: serde_json::Value,
-    /// When.
-    pub created_at: OffsetDateTime,
-}
-
-/// Anomalies, newest first: of one callback id, or all of them (at most `limit`).
+/// Anomalies, newest first: of one callback id, or all of them (at most `limit`),
+/// read straight into the wire type.
 #[tracing::instrument(name = "db.anomalies.list", skip(db))]
 pub async fn list(
     db: impl PgExecutor<'_>,
     callback_id: Option<&str>,
     limit: i64,
-) -> sqlx::Result<Vec<AnomalyRow>> {
+) -> sqlx::Result<Vec<Anomaly>> {
     sqlx::query_as!(
-        AnomalyRow,
+        Anomaly,
         r#"SELECT callback_id, order_no, kind AS "kind: AnomalyKind", details, created_at
            FROM anomalies
            WHERE $1::text IS NULL OR callback_id = $1

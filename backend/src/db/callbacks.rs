@@ -4,7 +4,6 @@
 
 use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgExecutor;
-use time::OffsetDateTime;
 
 /// A processed callback id (`payment_callbacks`).
 #[derive(Debug, Clone)]
@@ -82,29 +81,14 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewCallback<'_>) -> sqlx::Resu
     Ok(result.rows_affected() == 1)
 }
 
-/// A `payment_callbacks` row, as shown to people.
-#[derive(Debug, Clone)]
-pub struct ProcessedRow {
-    /// What the callback reported.
-    pub event_type: CallbackType,
-    /// The order.
-    pub order_no: String,
-    /// The platform's payment id.
-    pub payment_id: String,
-    /// What was done.
-    pub outcome: CallbackOutcome,
-    /// When.
-    pub processed_at: OffsetDateTime,
-}
-
-/// How a callback id was applied, if it was.
+/// How a callback id was applied, if it was, read straight into the wire type.
 #[tracing::instrument(name = "db.callbacks.find_processed", skip(db))]
 pub async fn find_processed(
     db: impl PgExecutor<'_>,
     callback_id: &str,
-) -> sqlx::Result<Option<ProcessedRow>> {
+) -> sqlx::Result<Option<api_types::api::ProcessedCallback>> {
     sqlx::query_as!(
-        ProcessedRow,
+        api_types::api::ProcessedCallback,
         r#"SELECT event_type AS "event_type: CallbackType", order_no, payment_id,
                   outcome AS "outcome: CallbackOutcome", processed_at
            FROM payment_callbacks WHERE callback_id = $1"#,

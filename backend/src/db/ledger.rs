@@ -2,9 +2,9 @@
 //! because its own constraints (one row per callback id, one `CHARGE` per order)
 //! are the floor that makes a charge happen once.
 
+use api_types::api::LedgerEntry;
 use api_types::{Currency, LedgerKind};
 use sqlx::PgExecutor;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// A money movement.
@@ -45,33 +45,15 @@ pub async fn insert_charge(db: impl PgExecutor<'_>, charge: NewCharge<'_>) -> sq
     Ok(result.rows_affected() == 1)
 }
 
-/// A row of `payment_ledger`.
-#[derive(Debug, Clone)]
-pub struct LedgerRow {
-    /// The callback that wrote it.
-    pub callback_id: String,
-    /// The order charged.
-    pub order_no: String,
-    /// Amount in minor units.
-    pub amount_cents: i64,
-    /// Currency of the amount.
-    pub currency: Currency,
-    /// What kind of movement.
-    pub kind: LedgerKind,
-    /// The platform's payment id.
-    pub payment_id: String,
-    /// When it was written.
-    pub created_at: OffsetDateTime,
-}
-
-/// An account's ledger, oldest first.
+/// An account's ledger, oldest first, read straight into the wire type (its
+/// fields are the columns, one to one).
 #[tracing::instrument(name = "db.ledger.list_for_account", skip(db))]
 pub async fn list_for_account(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
-) -> sqlx::Result<Vec<LedgerRow>> {
+) -> sqlx::Result<Vec<LedgerEntry>> {
     sqlx::query_as!(
-        LedgerRow,
+        LedgerEntry,
         r#"SELECT callback_id, order_no, amount_cents, currency AS "currency: Currency",
                   kind AS "kind: LedgerKind", payment_id, created_at
            FROM payment_ledger WHERE account_id = $1 ORDER BY entry_id"#,

@@ -9,7 +9,6 @@ use crate::extract::{AppJson, AppPath};
 use crate::state::AppState;
 use api_types::api::{
     Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
-    LedgerEntry, ProcessedCallback,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -85,19 +84,7 @@ pub async fn get_account(
     let account = accounts::find(&state.db, account_id)
         .await?
         .ok_or(ApiError::AccountNotFound)?;
-    let ledger = ledger::list_for_account(&state.db, account_id)
-        .await?
-        .into_iter()
-        .map(|row| LedgerEntry {
-            callback_id: row.callback_id,
-            order_no: row.order_no,
-            amount_cents: row.amount_cents,
-            currency: row.currency,
-            kind: row.kind,
-            payment_id: row.payment_id,
-            created_at: row.created_at,
-        })
-        .collect();
+    let ledger = ledger::list_for_account(&state.db, account_id).await?;
     Ok(Json(AccountDetails {
         account_id,
         balance_cents: account.balance_cents,
@@ -107,31 +94,13 @@ pub async fn get_account(
     }))
 }
 
-fn anomaly_dto(row: anomalies::AnomalyRow) -> Anomaly {
-    Anomaly {
-        callback_id: row.callback_id,
-        order_no: row.order_no,
-        kind: row.kind,
-        details: row.details,
-        created_at: row.created_at,
-    }
-}
-
 /// `GET /api/admin/callbacks/{callback_id}` -> what happened to that callback:
 /// how it was applied, every delivery and what we answered, and its anomalies.
 pub async fn callback_history(
     State(state): State<AppState>,
     AppPath(callback_id): AppPath<String>,
 ) -> Result<Json<CallbackHistory>, ApiError> {
-    let processed = callbacks::find_processed(&state.db, &callback_id)
-        .await?
-        .map(|row| ProcessedCallback {
-            event_type: row.event_type,
-            order_no: row.order_no,
-            payment_id: row.payment_id,
-            outcome: row.outcome,
-            processed_at: row.processed_at,
-        });
+    let processed = callbacks::find_processed(&state.db, &callback_id).await?;
     let deliveries = deliveries::list(&state.db, &callback_id)
         .await?
         .into_iter()
@@ -141,11 +110,7 @@ pub async fn callback_history(
             received_at: row.received_at,
         })
         .collect::<Vec<_>>();
-    let anomalies = anomalies::list(&state.db, Some(&callback_id), 100)
-        .await?
-        .into_iter()
-        .map(anomaly_dto)
-        .collect();
+    let anomalies = anomalies::list(&state.db, Some(&callback_id), 100).await?;
     if processed.is_none() && deliveries.is_empty() {
         return Err(ApiError::NotFound);
     }
@@ -159,6 +124,5 @@ pub async fn callback_history(
 
 /// `GET /api/admin/anomalies` -> the newest 100 anomalies, for review.
 pub async fn list_anomalies(State(state): State<AppState>) -> Result<Json<Vec<Anomaly>>, ApiError> {
-    let rows = anomalies::list(&state.db, None, 100).await?;
-    Ok(Json(rows.into_iter().map(anomaly_dto).collect()))
+    Ok(Json(anomalies::list(&state.db, None, 100).await?))
 }
