@@ -172,8 +172,7 @@ impl Deliverer {
     pub async fn deliver_result(&self, payment: &StoredPayment, kind: CallbackType, chaos: &Chaos) {
         let succeeded = kind == CallbackType::PaymentSucceeded;
         let false_failure = (succeeded && chaos.reorder)
-            .then(|| self.new_callback(CallbackType::PaymentFailed, payment))
-            .flatten();
+            .then(|| self.new_callback(CallbackType::PaymentFailed, payment));
         let (answered, failure_answered) = oneshot::channel();
 
         // The false failure keeps retrying on its own; the real result waits only until the
@@ -189,21 +188,18 @@ impl Deliverer {
                 // An error only means the failure's path ended before signalling: go on anyway.
                 let _ = failure_answered.await;
             }
-            if let Some(callback) = self.new_callback(kind, payment) {
-                self.deliver(&callback, chaos, None).await;
-            }
-            if succeeded
-                && chaos.second_success
-                && let Some(callback) = self.new_callback(kind, payment)
-            {
-                self.deliver(&callback, chaos, None).await;
+            self.deliver(&self.new_callback(kind, payment), chaos, None)
+                .await;
+            if succeeded && chaos.second_success {
+                self.deliver(&self.new_callback(kind, payment), chaos, None)
+                    .await;
             }
         };
         tokio::join!(failure_delivery, result_delivery);
     }
 
     /// A new callback about `payment`, registered in the log so it shows before its first attempt.
-    fn new_callback(&self, kind: CallbackType, payment: &StoredPayment) -> Option<Callback> {
+    fn new_callback(&self, kind: CallbackType, payment: &StoredPayment) -> Callback {
         let body = callback_signing::event_body(
             &PaymentResult {
                 kind,
@@ -222,7 +218,7 @@ impl Deliverer {
             body,
         };
         self.log.register(&callback);
-        Some(callback)
+        callback
     }
 
     /// Sends one callback over every path the chaos knobs ask for, until each path ends.

@@ -133,7 +133,7 @@ impl Bench {
             http_db,
             pg_pool,
             http_pool,
-            signer: Signer::generate()?,
+            signer: Signer::generate(),
             redis_prefix: format!("bench:{id}:"),
             redis,
             backend_bin,
