@@ -23,16 +23,18 @@ pub struct Health {
     pub redis: String,
 }
 
-/// `POST /api/admin/accounts`.
+/// `PUT /api/admin/products/{sku}`: a product's name and price.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateAccount {
-    /// Opening balance in minor units; not negative.
-    pub balance_cents: i64,
-    /// The account's currency; orders on it use the same one.
+pub struct ProductPrice {
+    /// What a shopper sees; 1 to 200 characters.
+    pub name: String,
+    /// Unit price in minor units; positive.
+    pub price_cents: i64,
+    /// Currency of the price.
     pub currency: Currency,
 }
 
-/// An account as answered by `POST /api/admin/accounts`.
+/// An account, as `GET /api/me` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     /// The account's id.
@@ -78,15 +80,112 @@ pub struct LedgerEntry {
     pub created_at: OffsetDateTime,
 }
 
-/// `POST /api/orders`.
+/// `POST /api/admin/shoppers`: a shopper with one account.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateShopper {
+    /// Sign-in name; unique whatever its case.
+    pub email: String,
+    /// At least 12 characters; stored only as an argon2id hash.
+    pub password: String,
+    /// Opening balance of the shopper's account, in minor units; not negative.
+    pub balance_cents: i64,
+    /// The account's currency.
+    pub currency: Currency,
+}
+
+impl std::fmt::Debug for CreateShopper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateShopper")
+            .field("email", &self.email)
+            .field("password", &"[redacted]")
+            .field("balance_cents", &self.balance_cents)
+            .field("currency", &self.currency)
+            .finish()
+    }
+}
+
+/// The 201 answer to `POST /api/admin/shoppers`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShopperCreated {
+    /// The new shopper.
+    pub shopper_id: Uuid,
+    /// The shopper's account in the requested currency.
+    pub account_id: Uuid,
+}
+
+/// `POST /api/session`: sign in.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignIn {
+    /// The shopper's email.
+    pub email: String,
+    /// The shopper's password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignIn")
+            .field("email", &self.email)
+            .field("password", &"[redacted]")
+            .finish()
+    }
+}
+
+/// The 200 answer to `POST /api/session` (with the session cookie).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Who is signed in.
+    pub shopper_id: Uuid,
+    /// Their email.
+    pub email: String,
+}
+
+/// `GET /api/me`: the signed-in shopper and their accounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Me {
+    /// Who is signed in.
+    pub shopper_id: Uuid,
+    /// Their email.
+    pub email: String,
+    /// One account per currency.
+    pub accounts: Vec<Account>,
+}
+
+/// One entry of `GET /api/products`, the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Product {
+    /// Stock-keeping unit: the product's id.
+    pub sku: String,
+    /// What a shopper sees.
+    pub name: String,
+    /// Unit price in minor units.
+    pub price_cents: i64,
+    /// Currency of the price.
+    pub currency: Currency,
+}
+
+/// `POST /api/orders` (with an `Idempotency-Key` header): buy `quantity` of a
+/// product at the catalogue's price, on the signed-in shopper's account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateOrder {
-    /// The account to charge.
-    pub account_id: Uuid,
+    /// The product.
+    pub sku: String,
+    /// How many, 1 to 100.
+    pub quantity: u32,
+}
+
+/// `POST /api/merchant/orders` (Bearer `MERCHANT_API_KEY`, with an
+/// `Idempotency-Key` header): an order a merchant's own shop priced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateMerchantOrder {
+    /// The shopper who will pay it.
+    pub shopper_id: Uuid,
     /// Amount in minor units; positive.
     pub amount_cents: i64,
-    /// Must equal the account's currency.
+    /// The currency of one of the shopper's accounts.
     pub currency: Currency,
+    /// What is being bought, shown to the shopper; 1 to 500 characters.
+    pub description: String,
 }
 
 /// An order, as answered by `POST /api/orders` and `GET /api/orders/{order_no}`.
@@ -111,6 +210,12 @@ pub struct Order {
     pub paid_at: Option<OffsetDateTime>,
     /// Why it failed; null unless FAILED.
     pub failure_reason: Option<String>,
+    /// What is being bought.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Where the shopper pays it: the payment page of this order.
+    #[serde(default)]
+    pub pay_url: String,
 }
 
 /// `POST /api/orders/{order_no}/request-token`: a one-time token for one "Pay now".
@@ -185,15 +290,6 @@ pub struct CallbackAck {
     pub duplicate: bool,
 }
 
-/// `GET /api/demo`: the demo shop's account, when demo mode is on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DemoShop {
-    /// The demo account.
-    pub account: Account,
-    /// Its orders, newest first.
-    pub orders: Vec<Order>,
-}
-
 /// `GET /api/admin/callbacks/{callback_id}`: everything that happened to one callback id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallbackHistory {
@@ -258,6 +354,19 @@ pub struct PlatformInfo {
     pub platform: String,
     /// True for the sandbox, so a page can mark itself as one.
     pub sandbox: bool,
+    /// The demo shoppers' sign-in details, for the sign-in page: only in a
+    /// sandbox running in demo mode, empty everywhere else.
+    #[serde(default)]
+    pub demo_shoppers: Vec<DemoShopper>,
+}
+
+/// A demo shopper anybody may sign in as (sandbox demo mode only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DemoShopper {
+    /// Sign-in email.
+    pub email: String,
+    /// Sign-in password (public: the sandbox moves no money).
+    pub password: String,
 }
 
 #[cfg(test)]
@@ -293,6 +402,8 @@ mod tests {
             created_at,
             paid_at,
             failure_reason: None,
+            description: None,
+            pay_url: "http://127.0.0.1:3000/pay/ord_1".into(),
         }
     }
 
@@ -308,7 +419,7 @@ mod tests {
         assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
         assert_eq!(
             json,
-            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","failure_reason":null}"#
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1"}"#
         );
         let back: Order = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, order);

@@ -11,8 +11,29 @@ use std::fmt;
 pub enum ErrorCode {
     /// The body or a parameter is malformed or fails validation.
     BadRequest,
-    /// The admin bearer token is missing or wrong.
+    /// The admin bearer token or merchant API key is missing or wrong.
     Unauthorized,
+    /// No shopper is signed in (no session cookie, or a dead session).
+    Unauthenticated,
+    /// Sign-in failed: unknown email or wrong password (the same answer for both).
+    InvalidCredentials,
+    /// A state-changing request that a browser could have been tricked into
+    /// sending from another site was refused.
+    CsrfRejected,
+    /// The body is not `application/json`.
+    UnsupportedMediaType,
+    /// Too many requests of this kind; retry after `Retry-After` seconds.
+    RateLimited,
+    /// The `Idempotency-Key` was used before with a different request.
+    IdempotencyKeyReused,
+    /// The first request with this `Idempotency-Key` is still being processed.
+    IdempotencyKeyInUse,
+    /// No product with that SKU.
+    ProductNotFound,
+    /// No shopper with that id.
+    ShopperNotFound,
+    /// A shopper with that email exists.
+    EmailTaken,
     /// No such route or resource.
     NotFound,
     /// No order with that number.
@@ -49,6 +70,16 @@ impl ErrorCode {
         match self {
             Self::BadRequest => "BAD_REQUEST",
             Self::Unauthorized => "UNAUTHORIZED",
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::InvalidCredentials => "INVALID_CREDENTIALS",
+            Self::CsrfRejected => "CSRF_REJECTED",
+            Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            Self::IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
+            Self::ProductNotFound => "PRODUCT_NOT_FOUND",
+            Self::ShopperNotFound => "SHOPPER_NOT_FOUND",
+            Self::EmailTaken => "EMAIL_TAKEN",
             Self::NotFound => "NOT_FOUND",
             Self::OrderNotFound => "ORDER_NOT_FOUND",
             Self::AccountNotFound => "ACCOUNT_NOT_FOUND",
@@ -121,6 +152,13 @@ mod tests {
             ErrorCode::TokenStoreUnavailable,
             ErrorCode::SignatureInvalid,
             ErrorCode::OrderNotPayable,
+            ErrorCode::Unauthenticated,
+            ErrorCode::InvalidCredentials,
+            ErrorCode::CsrfRejected,
+            ErrorCode::RateLimited,
+            ErrorCode::IdempotencyKeyReused,
+            ErrorCode::IdempotencyKeyInUse,
+            ErrorCode::UnsupportedMediaType,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

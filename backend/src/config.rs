@@ -83,11 +83,35 @@ pub struct Config {
     #[arg(long, env = env::ADMIN_TOKEN, hide_env_values = true, value_parser = secret)]
     pub admin_token: Option<SecretString>,
 
+    /// Bearer key of the merchant API (`POST /api/merchant/orders`), at least 32
+    /// characters; the merchant API answers 404 when unset.
+    #[arg(long, env = env::MERCHANT_API_KEY, hide_env_values = true, value_parser = secret)]
+    pub merchant_api_key: Option<SecretString>,
+
+    /// The origin shoppers' browsers load the page from (`scheme://host[:port]`):
+    /// state-changing requests from any other site are refused (CSRF), and
+    /// merchant orders' `pay_url`s start with it.
+    #[arg(long, env = env::PUBLIC_ORIGIN, default_value = "http://127.0.0.1:3000")]
+    pub public_origin: String,
+
+    /// Mark the session cookie `Secure` and send HSTS: set it whenever the page is served over HTTPS.
+    #[arg(long, env = env::COOKIE_SECURE, default_value_t = false)]
+    pub cookie_secure: bool,
+
+    /// A shopper's session ends after this many seconds without a request.
+    #[arg(long, env = env::SESSION_IDLE_SECS, default_value_t = 43_200)]
+    pub session_idle_secs: u64,
+
+    /// Rate limits (0 switches one off); see `crate::limits` for what each counts.
+    #[command(flatten)]
+    pub limits: crate::limits::LimitsConfig,
+
     /// Directory of the built payment page (`trunk build --release` writes `dist/`).
     #[arg(long, env = env::STATIC_DIR)]
     pub static_dir: Option<PathBuf>,
 
-    /// Demo mode: make a demo account with a starting balance and serve `GET /api/demo`.
+    /// Demo mode: seed the catalogue and, with PLATFORM=sandbox, two demo shoppers
+    /// whose credentials the sign-in page shows.
     #[arg(long, env = env::DEMO, default_value_t = false)]
     pub demo: bool,
 
@@ -117,6 +141,11 @@ impl Default for Config {
             platform_url: None,
             webhook_secret: None,
             admin_token: None,
+            merchant_api_key: None,
+            public_origin: "http://127.0.0.1:3000".into(),
+            cookie_secure: false,
+            session_idle_secs: 43_200,
+            limits: crate::limits::LimitsConfig::default(),
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
@@ -199,6 +228,18 @@ pub enum ConfigError {
          unset it to switch the admin API off, or make one with: head -c 24 /dev/urandom | base64"
     )]
     ShortAdminToken(usize),
+    /// A merchant key short enough to guess.
+    #[error(
+        "MERCHANT_API_KEY must be at least {MIN_ADMIN_TOKEN_CHARS} characters (it has {0}); \
+         unset it to switch the merchant API off, or make one with: head -c 24 /dev/urandom | base64"
+    )]
+    ShortMerchantKey(usize),
+    /// The public origin is not `scheme://host[:port]`.
+    #[error(
+        "PUBLIC_ORIGIN must be the origin the page is served from, scheme://host[:port] with \
+         nothing after it (e.g. https://pay.example.com), not {0:?}"
+    )]
+    BadPublicOrigin(String),
 }
 
 /// The fewest characters an admin token may have.
@@ -214,6 +255,15 @@ impl Config {
             if chars < MIN_ADMIN_TOKEN_CHARS {
                 return Err(ConfigError::ShortAdminToken(chars));
             }
+        }
+        if let Some(key) = &self.merchant_api_key {
+            let chars = key.expose_secret().chars().count();
+            if chars < MIN_ADMIN_TOKEN_CHARS {
+                return Err(ConfigError::ShortMerchantKey(chars));
+            }
+        }
+        if !is_origin(&self.public_origin) {
+            return Err(ConfigError::BadPublicOrigin(self.public_origin.clone()));
         }
         let given = self
             .webhook_secret
@@ -249,9 +299,51 @@ impl Config {
     }
 }
 
+/// `scheme://host[:port]` exactly, as browsers send it in `Origin`.
+fn is_origin(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_public_origin_must_be_an_origin() {
+        for good in ["http://127.0.0.1:3000", "https://pay.example.com", "http://[::1]:8080"] {
+            assert!(is_origin(good), "{good}");
+        }
+        for bad in ["", "127.0.0.1:3000", "https://pay.example.com/", "https://a.b/c", "ftp://x", "https://"] {
+            assert!(!is_origin(bad), "{bad}");
+            let config = Config {
+                platform: Some(PlatformKind::Remote),
+                platform_url: Some("http://127.0.0.1:4000".into()),
+                webhook_secret: Some(strong_secret()),
+                public_origin: bad.into(),
+                ..Config::default()
+            };
+            assert_eq!(config.settle().err(), Some(ConfigError::BadPublicOrigin(bad.into())));
+        }
+    }
+
+    #[test]
+    fn a_short_merchant_key_is_refused() {
+        let config = Config {
+            platform: Some(PlatformKind::Remote),
+            platform_url: Some("http://127.0.0.1:4000".into()),
+            webhook_secret: Some(strong_secret()),
+            merchant_api_key: Some(SecretString::from("")),
+            ..Config::default()
+        };
+        assert_eq!(config.settle().err(), Some(ConfigError::ShortMerchantKey(0)));
+    }
 
     fn strong_secret() -> SecretString {
         SecretString::from(CallbackSecret::generate().expose().to_owned())

@@ -23,6 +23,26 @@ pub const PLATFORM_URL: &str = "PLATFORM_URL";
 pub const WEBHOOK_SECRET: &str = "WEBHOOK_SECRET";
 /// Bearer token of the admin API.
 pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+/// Bearer key of the merchant API.
+pub const MERCHANT_API_KEY: &str = "MERCHANT_API_KEY";
+/// The origin the page is served from (CSRF checks, `pay_url`).
+pub const PUBLIC_ORIGIN: &str = "PUBLIC_ORIGIN";
+/// `true` behind HTTPS: `Secure` session cookie and HSTS.
+pub const COOKIE_SECURE: &str = "COOKIE_SECURE";
+/// Idle seconds before a shopper's session ends.
+pub const SESSION_IDLE_SECS: &str = "SESSION_IDLE_SECS";
+/// Failed sign-ins per client IP per minute.
+pub const RATE_LIMIT_SIGNIN_FAILURES_PER_IP: &str = "RATE_LIMIT_SIGNIN_FAILURES_PER_IP";
+/// Failed sign-ins per email per minute.
+pub const RATE_LIMIT_SIGNIN_FAILURES_PER_EMAIL: &str = "RATE_LIMIT_SIGNIN_FAILURES_PER_EMAIL";
+/// Failed admin or merchant authentications per client IP per minute.
+pub const RATE_LIMIT_AUTH_FAILURES_PER_IP: &str = "RATE_LIMIT_AUTH_FAILURES_PER_IP";
+/// Orders a shopper may place per minute.
+pub const RATE_LIMIT_ORDERS_PER_SHOPPER: &str = "RATE_LIMIT_ORDERS_PER_SHOPPER";
+/// Request tokens a shopper may take per minute.
+pub const RATE_LIMIT_TOKENS_PER_SHOPPER: &str = "RATE_LIMIT_TOKENS_PER_SHOPPER";
+/// Pay requests a shopper may send per minute.
+pub const RATE_LIMIT_PAYS_PER_SHOPPER: &str = "RATE_LIMIT_PAYS_PER_SHOPPER";
 /// Directory of the built payment page.
 pub const STATIC_DIR: &str = "STATIC_DIR";
 /// Demo mode.
@@ -48,6 +68,16 @@ pub const ALL: &[&str] = &[
     PLATFORM_URL,
     WEBHOOK_SECRET,
     ADMIN_TOKEN,
+    MERCHANT_API_KEY,
+    PUBLIC_ORIGIN,
+    COOKIE_SECURE,
+    SESSION_IDLE_SECS,
+    RATE_LIMIT_SIGNIN_FAILURES_PER_IP,
+    RATE_LIMIT_SIGNIN_FAILURES_PER_EMAIL,
+    RATE_LIMIT_AUTH_FAILURES_PER_IP,
+    RATE_LIMIT_ORDERS_PER_SHOPPER,
+    RATE_LIMIT_TOKENS_PER_SHOPPER,
+    RATE_LIMIT_PAYS_PER_SHOPPER,
     STATIC_DIR,
     DEMO,
     SANDBOX_CALLBACK_DELAY_MS,

@@ -20,6 +20,39 @@ pub enum ApiError {
     /// Missing or wrong admin bearer token.
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    /// No shopper signed in: no session cookie, or a session that ended.
+    #[error("sign in first")]
+    Unauthenticated,
+    /// Unknown email or wrong password: one answer for both.
+    #[error("email or password is wrong")]
+    InvalidCredentials,
+    /// A request that may come from another site (CSRF); the reason is for people.
+    #[error("{0}")]
+    CsrfRejected(&'static str),
+    /// A state-changing body that is not JSON.
+    #[error("send the body as Content-Type: application/json")]
+    UnsupportedMediaType,
+    /// Over a rate limit.
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds until a retry can succeed (`Retry-After`).
+        retry_after_secs: u64,
+    },
+    /// The idempotency key was used with another request.
+    #[error("this Idempotency-Key was used with a different request; make a new key for a new order")]
+    IdempotencyKeyReused,
+    /// The first request with the idempotency key is still running.
+    #[error("a request with this Idempotency-Key is still being processed; retry shortly")]
+    IdempotencyKeyInUse,
+    /// No such product.
+    #[error("no product with that sku")]
+    ProductNotFound,
+    /// No such shopper.
+    #[error("no shopper with that id")]
+    ShopperNotFound,
+    /// A shopper with that email exists.
+    #[error("a shopper with that email exists")]
+    EmailTaken,
     /// No such route or resource (also the admin API when it is switched off).
     #[error("not found")]
     NotFound,
@@ -51,6 +84,9 @@ pub enum ApiError {
         /// The requested currency.
         order: Currency,
     },
+    /// The shopper has no account in the order's currency.
+    #[error("you have no account in {0}")]
+    NoAccountInCurrency(Currency),
     /// Redis is unreachable or too slow.
     #[error("the request-token store is unavailable")]
     TokenStoreUnavailable(#[source] redis::RedisError),
@@ -82,6 +118,22 @@ impl ApiError {
             BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             NotFound => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            Unauthenticated => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated),
+            InvalidCredentials => (StatusCode::UNAUTHORIZED, ErrorCode::InvalidCredentials),
+            CsrfRejected(_) => (StatusCode::FORBIDDEN, ErrorCode::CsrfRejected),
+            UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+            ),
+            RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited),
+            IdempotencyKeyReused => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::IdempotencyKeyReused,
+            ),
+            IdempotencyKeyInUse => (StatusCode::CONFLICT, ErrorCode::IdempotencyKeyInUse),
+            ProductNotFound => (StatusCode::NOT_FOUND, ErrorCode::ProductNotFound),
+            ShopperNotFound => (StatusCode::NOT_FOUND, ErrorCode::ShopperNotFound),
+            EmailTaken => (StatusCode::CONFLICT, ErrorCode::EmailTaken),
             OrderNotFound => (StatusCode::NOT_FOUND, ErrorCode::OrderNotFound),
             AccountNotFound => (StatusCode::NOT_FOUND, ErrorCode::AccountNotFound),
             TokenInvalid(_) => (StatusCode::CONFLICT, ErrorCode::TokenInvalid),
@@ -91,6 +143,10 @@ impl ApiError {
                 ErrorCode::InsufficientFunds,
             ),
             CurrencyMismatch { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::CurrencyMismatch,
+            ),
+            NoAccountInCurrency(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::CurrencyMismatch,
             ),
@@ -153,11 +209,17 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
+        let retry_after = match &self {
+            Self::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            Self::IdempotencyKeyInUse => Some(u64::from(RETRY_AFTER_SECS)),
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(u64::from(RETRY_AFTER_SECS)),
+            _ => None,
+        };
         let mut response = (status, Json(ErrorBody::new(code, message))).into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(secs) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

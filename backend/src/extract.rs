@@ -81,3 +81,20 @@ where
         }
     }
 }
+
+/// The client's IP address: the peer of the TCP connection (`ConnectInfo`),
+/// or the unspecified address when the server was started without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientIp(pub std::net::IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ip = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
+        Ok(Self(ip))
+    }
+}

@@ -7,6 +7,7 @@
 //!
 //! Errors: every handler returns [`error::ApiError`], which answers with the shared error body.
 
+pub mod auth;
 pub mod charge;
 pub mod config;
 pub mod db;
@@ -14,7 +15,9 @@ pub mod env;
 pub mod error;
 pub mod extract;
 pub mod faults;
+pub mod idempotency;
 pub mod invariants;
+pub mod limits;
 pub mod order_no;
 pub mod platform;
 pub mod routes;
@@ -22,3 +25,4 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod tokens;
+pub mod web_security;

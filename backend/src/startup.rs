@@ -1,6 +1,9 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
-use crate::config::{Config, PlatformChoice};
+use crate::auth::session;
+use crate::config::{Config, PlatformChoice, PlatformKind};
+use crate::limits::Limits;
+use crate::web_security::{self, Csrf, SecurityHeaders};
 use crate::error::ApiError;
 use crate::platform::{Platform, dispatcher};
 use crate::routes;
@@ -9,6 +12,7 @@ use crate::tokens::TokenStore;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::http::{StatusCode, header};
 use axum::routing::get;
 use sqlx::migrate::MigrateDatabase;
@@ -23,6 +27,8 @@ use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+use tower_sessions::SessionManagerLayer;
+use tower_sessions_sqlx_store::PostgresStore;
 
 /// Largest request body any endpoint reads (callbacks are held to this too).
 pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
@@ -90,21 +96,43 @@ impl Application {
             );
         }
 
-        let demo_account = if config.demo {
-            Some(routes::demo::seed(&db).await?)
+        let demo_shoppers = if config.demo {
+            routes::demo::seed_products(&db).await?;
+            if settled.platform.kind() == PlatformKind::Sandbox {
+                routes::demo::seed_shoppers(&db).await?
+            } else {
+                Vec::new()
+            }
         } else {
-            None
+            routes::demo::remove(&db).await?;
+            Vec::new()
         };
+        let sessions = session::layer(
+            &db,
+            Duration::from_secs(config.session_idle_secs),
+            config.cookie_secure,
+        )
+        .await
+        .context("cannot prepare the session store")?;
 
         let state = AppState {
             db,
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
+            merchant_api_key: config.merchant_api_key.clone().map(Arc::new),
             platform,
-            demo_account,
+            demo: config.demo,
+            demo_shoppers: Arc::new(demo_shoppers),
+            limits: Limits::new(&config.limits),
+            public_origin: config.public_origin.clone().into(),
         };
-        let router = router(state.clone(), config.static_dir.as_deref());
+        let web = WebSecurity {
+            csrf: Csrf::new(&config.public_origin),
+            sessions,
+            headers: SecurityHeaders::new(config.static_dir.as_deref(), config.cookie_secure)?,
+        };
+        let router = router(state.clone(), config.static_dir.as_deref(), web);
         tracing::info!(
             address = %local,
             platform = settled.platform.kind().as_str(),
@@ -132,8 +160,12 @@ impl Application {
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
-        let server =
-            axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal());
+        let server = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown_signal());
         tokio::select! {
             result = server => result,
             () = dispatcher => Ok(()),
@@ -234,11 +266,21 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// What guards shoppers' browsers ([`crate::web_security`]) and their sessions.
+pub struct WebSecurity {
+    /// The CSRF check.
+    pub csrf: Csrf,
+    /// Session cookies and their PostgreSQL store.
+    pub sessions: SessionManagerLayer<PostgresStore>,
+    /// Headers on every answer.
+    pub headers: SecurityHeaders,
+}
+
 /// The whole HTTP surface: `/healthz`, `/api/*`, and the payment page when `static_dir` is set.
-pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
+pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(routes::health::healthz))
-        .nest("/api", routes::api(&state))
+        .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .with_state(state);
     app = match static_dir {
         // Client-side routes such as /pay/{order_no} get index.html with 200.
@@ -247,6 +289,10 @@ pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
         None => app.fallback(|| async { ApiError::NotFound }),
     };
     app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(web.headers),
+            web_security::security_headers,
+        ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(15),

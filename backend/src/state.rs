@@ -1,12 +1,13 @@
 //! The state every handler shares: one cheap-to-clone struct.
 
+use crate::limits::Limits;
 use crate::platform::Platform;
 use crate::tokens::TokenStore;
+use api_types::api::DemoShopper;
 use callback_signing::CallbackSecret;
 use secrecy::SecretString;
 use sqlx::PgPool;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// Shared handles. Cloning copies pointers only.
 #[derive(Clone)]
@@ -19,8 +20,16 @@ pub struct AppState {
     pub webhook: CallbackSecret,
     /// Bearer token of the admin API; `None` switches it off.
     pub admin_token: Option<Arc<SecretString>>,
+    /// Bearer key of the merchant API; `None` switches it off.
+    pub merchant_api_key: Option<Arc<SecretString>>,
     /// The payment platform.
     pub platform: Platform,
-    /// The demo account, when demo mode is on.
-    pub demo_account: Option<Uuid>,
+    /// Demo mode is on.
+    pub demo: bool,
+    /// The demo shoppers' sign-in details (sandbox demo mode only).
+    pub demo_shoppers: Arc<Vec<DemoShopper>>,
+    /// Rate limits.
+    pub limits: Limits,
+    /// The origin the page is served from (`pay_url`s start with it).
+    pub public_origin: Arc<str>,
 }

@@ -55,23 +55,29 @@ impl fmt::Debug for TokenFingerprint {
 pub struct TokenBinding {
     /// The order the token was issued for.
     pub order_no: String,
+    /// The shopper it was issued to (nil for a token issued before shoppers
+    /// existed, which no shopper can use).
+    #[serde(default)]
+    pub shopper_id: Uuid,
     /// The order's amount when the token was issued.
     pub amount_cents: i64,
     /// The order's currency.
     pub currency: Currency,
 }
 
-/// `GETDEL`, guarded by the order: `KEYS[1]` the token's key, `ARGV[1]` the
-/// order being paid. Returns nil when there is no such key, `{1, binding}` when
-/// it was bound to that order and is now deleted, `{0, binding}` when it is bound
-/// to another order and was left as it was. A script runs atomically, so the
+/// `GETDEL`, guarded by the order and the shopper: `KEYS[1]` the token's key,
+/// `ARGV[1]` the order being paid, `ARGV[2]` the shopper paying. Returns nil when
+/// there is no such key, `{1, binding}` when it was bound to that order and
+/// shopper and is now deleted, `{0, binding}` when it is bound to another order
+/// or shopper and was left as it was. A script runs atomically, so the
 /// comparison and the delete cannot interleave with another submit.
 const CONSUME_SCRIPT: &str = r"
 local value = redis.call('GET', KEYS[1])
 if not value then
     return false
 end
-if cjson.decode(value)['order_no'] ~= ARGV[1] then
+local binding = cjson.decode(value)
+if binding['order_no'] ~= ARGV[1] or binding['shopper_id'] ~= ARGV[2] then
     return {0, value}
 end
 redis.call('DEL', KEYS[1])
@@ -83,7 +89,8 @@ return {1, value}
 pub enum Consumed {
     /// The token was bound to the order and is now used up: this caller is its one winner.
     Taken(TokenBinding),
-    /// The token is bound to another order; it was left in the store, still usable there.
+    /// The token is bound to another order or another shopper; it was left in
+    /// the store, still usable by its owner.
     OtherOrder(TokenBinding),
     /// No such token: unknown, expired, already used, or lost by Redis.
     Missing,
@@ -135,15 +142,21 @@ impl TokenStore {
         Ok((token, OffsetDateTime::now_utc() + ttl))
     }
 
-    /// Takes the token out of the store if it is bound to `order_no`, in one atomic
-    /// script: [`Consumed::Taken`] for exactly one caller.
+    /// Takes the token out of the store if it is bound to `order_no` and
+    /// `shopper_id`, in one atomic script: [`Consumed::Taken`] for exactly one caller.
     #[tracing::instrument(name = "tokens.consume", skip(self, token), fields(token_fp = %TokenFingerprint::of(token)))]
-    pub async fn consume(&self, token: Uuid, order_no: &str) -> redis::RedisResult<Consumed> {
+    pub async fn consume(
+        &self,
+        token: Uuid,
+        order_no: &str,
+        shopper_id: Uuid,
+    ) -> redis::RedisResult<Consumed> {
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(CONSUME_SCRIPT)
             .arg(1)
             .arg(self.key(token))
-            .arg(order_no);
+            .arg(order_no)
+            .arg(shopper_id.as_hyphenated().to_string());
         let raw: Option<(i64, String)> = self.run(&cmd).await?;
         let Some((taken, text)) = raw else {
             return Ok(Consumed::Missing);

@@ -13,8 +13,11 @@ pub mod anomalies;
 pub mod attempts;
 pub mod callbacks;
 pub mod deliveries;
+pub mod idempotency;
 pub mod ledger;
 pub mod orders;
+pub mod products;
+pub mod shoppers;
 
 /// True when `err` is a unique violation of the named constraint or index.
 pub fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {

@@ -13,6 +13,8 @@ pub struct OrderRow {
     pub order_no: String,
     /// The account it charges.
     pub account_id: Uuid,
+    /// The shopper who owns it (`None` only for orders placed before shoppers existed).
+    pub shopper_id: Option<Uuid>,
     /// Amount in minor units.
     pub amount_cents: i64,
     /// Currency of the amount.
@@ -21,6 +23,8 @@ pub struct OrderRow {
     pub status: OrderStatus,
     /// Why it failed.
     pub failure_reason: Option<String>,
+    /// What is being bought.
+    pub description: Option<String>,
     /// Creation time.
     pub created_at: OffsetDateTime,
     /// When it was charged.
@@ -28,8 +32,8 @@ pub struct OrderRow {
 }
 
 impl OrderRow {
-    /// The wire form.
-    pub fn to_dto(&self) -> api_types::api::Order {
+    /// The wire form; `public_origin` makes its `pay_url`.
+    pub fn to_dto(&self, public_origin: &str) -> api_types::api::Order {
         api_types::api::Order {
             order_no: self.order_no.clone(),
             account_id: self.account_id,
@@ -39,29 +43,44 @@ impl OrderRow {
             created_at: self.created_at,
             paid_at: self.paid_at,
             failure_reason: self.failure_reason.clone(),
+            description: self.description.clone(),
+            pay_url: format!("{public_origin}/pay/{}", self.order_no),
         }
     }
 }
 
+/// A new order: who owns it, what it charges, what it is for.
+#[derive(Debug, Clone)]
+pub struct NewOrder<'a> {
+    /// Unguessable order number.
+    pub order_no: &'a str,
+    /// The owner.
+    pub shopper_id: Uuid,
+    /// The owner's account in `currency`.
+    pub account_id: Uuid,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// Currency.
+    pub currency: Currency,
+    /// What is being bought.
+    pub description: &'a str,
+}
+
 /// Creates a PENDING order.
 #[tracing::instrument(name = "db.orders.insert", skip(db))]
-pub async fn insert(
-    db: impl PgExecutor<'_>,
-    order_no: &str,
-    account_id: Uuid,
-    amount_cents: i64,
-    currency: Currency,
-) -> sqlx::Result<OrderRow> {
+pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result<OrderRow> {
     sqlx::query_as!(
         OrderRow,
-        r#"INSERT INTO orders (order_no, account_id, amount_cents, currency)
-           VALUES ($1, $2, $3, $4)
-           RETURNING order_no, account_id, amount_cents, currency AS "currency: Currency",
-                     status AS "status: OrderStatus", failure_reason, created_at, paid_at"#,
-        order_no,
-        account_id,
-        amount_cents,
-        currency.as_str(),
+        r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description)
+           VALUES ($1, $2, $3, $4, $5, $6)
+           RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
+                     status AS "status: OrderStatus", failure_reason, description, created_at, paid_at"#,
+        new.order_no,
+        new.shopper_id,
+        new.account_id,
+        new.amount_cents,
+        new.currency.as_str(),
+        new.description,
     )
     .fetch_one(db)
     .await
@@ -72,8 +91,8 @@ pub async fn insert(
 pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Option<OrderRow>> {
     sqlx::query_as!(
         OrderRow,
-        r#"SELECT order_no, account_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, created_at, paid_at
+        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
            FROM orders WHERE order_no = $1"#,
         order_no,
     )
@@ -81,19 +100,39 @@ pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Optio
     .await
 }
 
-/// The newest orders of an account.
-#[tracing::instrument(name = "db.orders.list_for_account", skip(db))]
-pub async fn list_for_account(
+/// Reads one order if `shopper_id` owns it: `None` both for no such order and
+/// for somebody else's, so the API cannot tell them apart.
+#[tracing::instrument(name = "db.orders.find_owned", skip(db))]
+pub async fn find_owned(
     db: impl PgExecutor<'_>,
-    account_id: Uuid,
+    order_no: &str,
+    shopper_id: Uuid,
+) -> sqlx::Result<Option<OrderRow>> {
+    sqlx::query_as!(
+        OrderRow,
+        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
+           FROM orders WHERE order_no = $1 AND shopper_id = $2"#,
+        order_no,
+        shopper_id,
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// A shopper's newest orders.
+#[tracing::instrument(name = "db.orders.list_for_shopper", skip(db))]
+pub async fn list_for_shopper(
+    db: impl PgExecutor<'_>,
+    shopper_id: Uuid,
     limit: i64,
 ) -> sqlx::Result<Vec<OrderRow>> {
     sqlx::query_as!(
         OrderRow,
-        r#"SELECT order_no, account_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, created_at, paid_at
-           FROM orders WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2"#,
-        account_id,
+        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
+           FROM orders WHERE shopper_id = $1 ORDER BY created_at DESC, order_no LIMIT $2"#,
+        shopper_id,
         limit,
     )
     .fetch_all(db)

@@ -1,78 +1,125 @@
-//! `/api/admin/*`: open accounts and read them with their ledger, callback
+//! `/api/admin/*`: create shoppers, price products, read accounts with their ledger, callback
 //! histories and anomalies. Bearer-token protected by [`require_admin_token`],
 //! which runs before any handler, so nobody learns anything about a body's
 //! validation (or a path's) without the token.
 
-use crate::db::{accounts, anomalies, callbacks, deliveries, ledger};
+use crate::auth::{bearer, passwords};
+use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger, products, shoppers};
 use crate::error::ApiError;
-use crate::extract::{AppJson, AppPath};
+use crate::extract::{AppJson, AppPath, ClientIp};
 use crate::state::AppState;
 use api_types::api::{
-    Account, AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateAccount,
+    AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateShopper, Product,
+    ProductPrice, ShopperCreated,
 };
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
-use secrecy::ExposeSecret;
-use subtle::ConstantTimeEq;
+use secrecy::SecretString;
 use uuid::Uuid;
 
 /// Middleware on every admin route: refuses the request before its handler (and
 /// so before its path or body is read) unless it carries `Authorization: Bearer
-/// <ADMIN_TOKEN>`. With no admin token configured, the admin API does not exist (404).
+/// <ADMIN_TOKEN>`. With no admin token configured, the admin API does not exist
+/// (404). Failures are rate-limited per client IP ([`bearer::authorize`]).
 pub async fn require_admin_token(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    authorize(&state, request.headers())?;
+    bearer::authorize(
+        state.admin_token.as_deref(),
+        request.headers(),
+        client,
+        &state.limits.auth_ip,
+    )?;
     Ok(next.run(request).await)
 }
 
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = state
-        .admin_token
-        .as_deref()
-        .map(ExposeSecret::expose_secret)
-    else {
-        return Err(ApiError::NotFound);
-    };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    // Constant time, so the answer's timing does not reveal how much of a guess matched.
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-/// `POST /api/admin/accounts` -> 201 the new account.
-pub async fn create_account(
+/// `POST /api/admin/shoppers` -> 201 a shopper with one account.
+pub async fn create_shopper(
     State(state): State<AppState>,
-    AppJson(body): AppJson<CreateAccount>,
-) -> Result<(StatusCode, Json<Account>), ApiError> {
+    AppJson(body): AppJson<CreateShopper>,
+) -> Result<(StatusCode, Json<ShopperCreated>), ApiError> {
+    let email = body.email.trim().to_owned();
+    let at = email.find('@');
+    if email.len() > 254
+        || email.chars().any(char::is_whitespace)
+        || !at.is_some_and(|at| at > 0 && at + 1 < email.len() && email[at + 1..].find('@').is_none())
+    {
+        return Err(ApiError::BadRequest("email must look like name@example.com".into()));
+    }
+    passwords::check_new(&body.password)?;
     if body.balance_cents < 0 {
         return Err(ApiError::BadRequest(
             "balance_cents must not be negative".into(),
         ));
     }
-    let account_id = Uuid::new_v4();
-    accounts::insert(&state.db, account_id, body.balance_cents, body.currency).await?;
-    tracing::info!(%account_id, balance_cents = body.balance_cents, currency = %body.currency, "account opened");
+    let hash = passwords::hash(SecretString::from(body.password)).await?;
+    let mut tx = state.db.begin().await?;
+    let new = shoppers::NewShopper {
+        email: &email,
+        password_hash: &hash,
+        demo: false,
+        balance_cents: body.balance_cents,
+        currency: body.currency,
+    };
+    let (shopper_id, account_id) = shoppers::insert_with_account(&mut tx, new)
+        .await
+    .map_err(|err| {
+        if db::is_unique_violation(&err, shoppers::EMAIL_UNIQUE) {
+            ApiError::EmailTaken
+        } else {
+            err.into()
+        }
+    })?;
+    tx.commit().await?;
+    tracing::info!(%shopper_id, %account_id, balance_cents = body.balance_cents, currency = %body.currency, "shopper created");
     Ok((
         StatusCode::CREATED,
-        Json(Account {
+        Json(ShopperCreated {
+            shopper_id,
             account_id,
-            balance_cents: body.balance_cents,
-            currency: body.currency,
         }),
     ))
+}
+
+/// `PUT /api/admin/products/{sku}` -> 200 the product, added or repriced.
+pub async fn put_product(
+    State(state): State<AppState>,
+    AppPath(sku): AppPath<String>,
+    AppJson(body): AppJson<ProductPrice>,
+) -> Result<Json<Product>, ApiError> {
+    let valid_sku = !sku.is_empty()
+        && sku.len() <= 64
+        && sku.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && sku
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !valid_sku {
+        return Err(ApiError::BadRequest(
+            "sku must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit".into(),
+        ));
+    }
+    let name = body.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
+    }
+    if body.price_cents <= 0 {
+        return Err(ApiError::BadRequest("price_cents must be positive".into()));
+    }
+    let product = Product {
+        sku,
+        name: name.to_owned(),
+        price_cents: body.price_cents,
+        currency: body.currency,
+    };
+    products::upsert(&state.db, &product, false).await?;
+    tracing::info!(sku = %product.sku, price_cents = product.price_cents, currency = %product.currency, "product priced");
+    Ok(Json(product))
 }
 
 /// `GET /api/admin/accounts/{account_id}` -> the account with its ledger rows.

@@ -1,50 +1,90 @@
-//! `GET /api/demo`: the demo shop's account and orders (demo mode only).
+//! Demo data, made only when `DEMO=true`: a small catalogue and, with the
+//! sandbox platform, two demo shoppers with public passwords, so a person can
+//! try the checkout (and one shopper trying the other's order) by hand. Ids are
+//! random; nothing is made, listed or usable unless demo mode is on.
 
-use crate::db::{accounts, orders};
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::auth::passwords;
+use crate::db::{self, products, shoppers};
 use api_types::Currency;
-use api_types::api::{Account, DemoShop};
-use axum::Json;
-use axum::extract::State;
-use uuid::Uuid;
+use api_types::api::{DemoShopper, Product};
+use secrecy::SecretString;
 
-/// The demo account's fixed id, so restarts find the same account.
-pub const DEMO_ACCOUNT_ID: Uuid = Uuid::from_u128(0x6465_6d6f_0000_4000_8000_0000_0000_0001);
-/// The demo account's opening balance: 1,000.00 EUR.
+/// Each demo shopper's opening balance: 1,000.00 EUR.
 pub const DEMO_OPENING_BALANCE_CENTS: i64 = 100_000;
-/// The demo account's currency.
+/// The demo currency.
 pub const DEMO_CURRENCY: Currency = Currency::EUR;
 
-/// The demo account with its newest orders; 404 when demo mode is off.
-pub async fn shop(State(state): State<AppState>) -> Result<Json<DemoShop>, ApiError> {
-    let account_id = state.demo_account.ok_or(ApiError::NotFound)?;
-    let account = accounts::find(&state.db, account_id)
-        .await?
-        .ok_or(ApiError::AccountNotFound)?;
-    let orders = orders::list_for_account(&state.db, account_id, 20)
-        .await?
-        .iter()
-        .map(orders::OrderRow::to_dto)
-        .collect();
-    Ok(Json(DemoShop {
-        account: Account {
-            account_id,
-            balance_cents: account.balance_cents,
-            currency: account.currency,
-        },
-        orders,
-    }))
+/// The demo shoppers (sign-in email, password).
+pub const DEMO_SHOPPERS: [(&str, &str); 2] = [
+    ("ada@shop.test", "ada-demo-password"),
+    ("ben@shop.test", "ben-demo-password"),
+];
+
+/// The demo catalogue (sku, name, price in cents). In the sandbox an amount
+/// ending in 13 cents is declined, so the last item shows a failed payment.
+pub const DEMO_PRODUCTS: [(&str, &str, i64); 4] = [
+    ("coffee-beans", "Coffee beans, 1 kg", 2_450),
+    ("teapot", "Cast-iron teapot", 4_990),
+    ("mug", "Stoneware mug", 1_250),
+    ("declined-demo", "Gift card (the sandbox declines it)", 1_013),
+];
+
+/// Outside demo mode: removes the demo catalogue (demo shoppers stay in the
+/// database for their orders' sake, but cannot sign in, see `routes::session`).
+pub async fn remove(db: &sqlx::PgPool) -> sqlx::Result<()> {
+    let removed = products::delete_demo(db).await?;
+    if removed > 0 {
+        tracing::info!(products = removed, "demo mode is off: removed the demo catalogue");
+    }
+    Ok(())
 }
 
-/// Opens the demo account if it does not exist yet.
-pub async fn seed(db: &sqlx::PgPool) -> sqlx::Result<Uuid> {
-    accounts::insert(
-        db,
-        DEMO_ACCOUNT_ID,
-        DEMO_OPENING_BALANCE_CENTS,
-        DEMO_CURRENCY,
-    )
-    .await?;
-    Ok(DEMO_ACCOUNT_ID)
+/// Adds the demo catalogue (prices reset to the demo's).
+pub async fn seed_products(db: &sqlx::PgPool) -> sqlx::Result<()> {
+    for (sku, name, price_cents) in DEMO_PRODUCTS {
+        products::upsert(
+            db,
+            &Product {
+                sku: sku.into(),
+                name: name.into(),
+                price_cents,
+                currency: DEMO_CURRENCY,
+            },
+            true,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Creates the demo shoppers that do not exist yet; returns their sign-in details.
+pub async fn seed_shoppers(db: &sqlx::PgPool) -> anyhow::Result<Vec<DemoShopper>> {
+    let mut shown = Vec::new();
+    for (email, password) in DEMO_SHOPPERS {
+        if shoppers::find_by_email(db, email).await?.is_none() {
+            let hash = passwords::hash(SecretString::from(password))
+                .await
+                .map_err(|err| anyhow::anyhow!("{err}"))?;
+            let mut tx = db.begin().await?;
+            let new = shoppers::NewShopper {
+                email,
+                password_hash: &hash,
+                demo: true,
+                balance_cents: DEMO_OPENING_BALANCE_CENTS,
+                currency: DEMO_CURRENCY,
+            };
+            match shoppers::insert_with_account(&mut tx, new).await
+            {
+                Ok(_) => tx.commit().await?,
+                // Another instance seeded it at the same moment.
+                Err(err) if db::is_unique_violation(&err, shoppers::EMAIL_UNIQUE) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        shown.push(DemoShopper {
+            email: email.into(),
+            password: password.into(),
+        });
+    }
+    Ok(shown)
 }

@@ -1,66 +1,138 @@
-//! `/api/orders`: create and read orders, and hand out one-time request tokens.
+//! `/api/orders`: a shopper places orders from the catalogue, lists and reads
+//! their own, and takes one-time request tokens for them. Every route needs a
+//! session ([`SignedIn`]); somebody else's order answers exactly as a missing
+//! one does (`404 ORDER_NOT_FOUND`), so order numbers cannot be probed.
 
-use crate::db::{accounts, orders};
+use crate::auth::session::SignedIn;
+use crate::db::{orders, products, shoppers};
 use crate::error::ApiError;
 use crate::extract::AppJson;
+use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::order_no::OrderNo;
 use crate::state::AppState;
 use crate::tokens::{TokenBinding, TokenFingerprint};
-use api_types::OrderStatus;
 use api_types::api::{CreateOrder, Order, RequestToken};
+use api_types::{Currency, OrderStatus};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
+use uuid::Uuid;
 
-/// `POST /api/orders` -> 201 the PENDING order.
+/// Most items of one product in one order.
+pub const MAX_QUANTITY: u32 = 100;
+/// Most orders `GET /api/orders` lists.
+pub const LIST_LIMIT: i64 = 50;
+
+/// `POST /api/orders` (`Idempotency-Key` required) -> 201 the PENDING order,
+/// priced from the catalogue, on the shopper's account in the product's currency.
 pub async fn create_order(
     State(state): State<AppState>,
+    signed_in: SignedIn,
+    key: IdempotencyKey,
     AppJson(body): AppJson<CreateOrder>,
-) -> Result<(StatusCode, Json<Order>), ApiError> {
-    if body.amount_cents <= 0 {
-        return Err(ApiError::BadRequest(
-            "amount_cents must be a positive integer".into(),
-        ));
+) -> Result<Response, ApiError> {
+    let shopper_id = signed_in.shopper_id;
+    state.limits.orders.check(&shopper_id)?;
+    if body.quantity == 0 || body.quantity > MAX_QUANTITY {
+        return Err(ApiError::BadRequest(format!(
+            "quantity must be 1 to {MAX_QUANTITY}"
+        )));
     }
-    let account = accounts::find(&state.db, body.account_id)
+    let scope = format!("shopper:{shopper_id}");
+    let fingerprint = idempotency::fingerprint(&body)?;
+    let mut tx = match idempotency::begin(&state.db, &scope, &key, &fingerprint).await? {
+        Begun::Replay(answer) => return Ok(answer),
+        Begun::Fresh(tx) => tx,
+    };
+    let product = products::find(&mut *tx, &body.sku)
         .await?
-        .ok_or(ApiError::AccountNotFound)?;
-    if account.currency != body.currency {
-        return Err(ApiError::CurrencyMismatch {
-            account: account.currency,
-            order: body.currency,
-        });
-    }
-    let order_no = OrderNo::generate();
-    let row = orders::insert(
-        &state.db,
-        order_no.as_str(),
-        body.account_id,
-        body.amount_cents,
-        body.currency,
+        .ok_or(ApiError::ProductNotFound)?;
+    let amount_cents = product
+        .price_cents
+        .checked_mul(i64::from(body.quantity))
+        .ok_or_else(|| ApiError::BadRequest("the order's amount is too large".into()))?;
+    let description = if body.quantity == 1 {
+        product.name.clone()
+    } else {
+        format!("{} × {}", body.quantity, product.name)
+    };
+    let order = place(
+        &mut tx,
+        &state,
+        shopper_id,
+        amount_cents,
+        product.currency,
+        &description,
     )
     .await?;
-    tracing::info!(%order_no, amount_cents = body.amount_cents, "order created");
-    Ok((StatusCode::CREATED, Json(row.to_dto())))
+    tracing::info!(order_no = %order.order_no, %shopper_id, sku = %product.sku, quantity = body.quantity, amount_cents, "order placed");
+    idempotency::finish(tx, &scope, &key, &fingerprint, StatusCode::CREATED, &order).await
 }
 
-/// `GET /api/orders/{order_no}` -> the order.
+/// Inserts a PENDING order for `shopper_id` on their account in `currency`
+/// (`422 CURRENCY_MISMATCH` when they have none), in the caller's transaction.
+pub async fn place(
+    tx: &mut sqlx::PgConnection,
+    state: &AppState,
+    shopper_id: Uuid,
+    amount_cents: i64,
+    currency: Currency,
+    description: &str,
+) -> Result<Order, ApiError> {
+    let account_id = shoppers::account_in(&mut *tx, shopper_id, currency)
+        .await?
+        .ok_or(ApiError::NoAccountInCurrency(currency))?;
+    let order_no = OrderNo::generate();
+    let row = orders::insert(
+        &mut *tx,
+        &orders::NewOrder {
+            order_no: order_no.as_str(),
+            shopper_id,
+            account_id,
+            amount_cents,
+            currency,
+            description,
+        },
+    )
+    .await?;
+    Ok(row.to_dto(&state.public_origin))
+}
+
+/// `GET /api/orders` -> the signed-in shopper's newest orders.
+pub async fn list_orders(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+) -> Result<Json<Vec<Order>>, ApiError> {
+    let rows = orders::list_for_shopper(&state.db, signed_in.shopper_id, LIST_LIMIT).await?;
+    Ok(Json(
+        rows.iter()
+            .map(|row| row.to_dto(&state.public_origin))
+            .collect(),
+    ))
+}
+
+/// `GET /api/orders/{order_no}` -> the order, if it is the shopper's.
 pub async fn get_order(
     State(state): State<AppState>,
+    signed_in: SignedIn,
     order_no: OrderNo,
 ) -> Result<Json<Order>, ApiError> {
-    let row = orders::find(&state.db, order_no.as_str())
+    let row = orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    Ok(Json(row.to_dto()))
+    Ok(Json(row.to_dto(&state.public_origin)))
 }
 
-/// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to the order and amount.
+/// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to
+/// the shopper, the order and its amount.
 pub async fn issue_request_token(
     State(state): State<AppState>,
+    signed_in: SignedIn,
     order_no: OrderNo,
 ) -> Result<(StatusCode, Json<RequestToken>), ApiError> {
-    let order = orders::find(&state.db, order_no.as_str())
+    state.limits.tokens.check(&signed_in.shopper_id)?;
+    let order = orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
     if order.status != OrderStatus::Pending {
@@ -68,6 +140,7 @@ pub async fn issue_request_token(
     }
     let binding = TokenBinding {
         order_no: order.order_no.clone(),
+        shopper_id: signed_in.shopper_id,
         amount_cents: order.amount_cents,
         currency: order.currency,
     };

@@ -11,6 +11,7 @@
 //! Every later use of the token, even after Redis lost everything, finds the
 //! attempt row and gets the winner's answer replayed with `Idempotent-Replayed: true`.
 
+use crate::auth::session::SignedIn;
 use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::extract::AppJson;
@@ -35,15 +36,29 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[tracing::instrument(name = "pay", skip(state, body), fields(token_fp = %TokenFingerprint::of(body.request_token)))]
 pub async fn pay(
     State(state): State<AppState>,
+    signed_in: SignedIn,
     order_no: OrderNo,
     AppJson(body): AppJson<PayRequest>,
 ) -> Result<Response, ApiError> {
+    let shopper_id = signed_in.shopper_id;
+    state.limits.pays.check(&shopper_id)?;
+    // Somebody else's order is a missing order, and their token is never touched.
+    if db::orders::find_owned(&state.db, order_no.as_str(), shopper_id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::OrderNotFound);
+    }
     let token = body.request_token;
-    let binding = match state.tokens.consume(token, order_no.as_str()).await {
+    let binding = match state
+        .tokens
+        .consume(token, order_no.as_str(), shopper_id)
+        .await
+    {
         Ok(Consumed::Taken(binding)) => binding,
         Ok(Consumed::OtherOrder(binding)) => {
             // Left in the store: the shopper's own submit on its order still works.
-            tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order");
+            tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order or by another shopper");
             return Err(ApiError::TokenInvalid(
                 "request token was issued for another order",
             ));

@@ -1,16 +1,18 @@
 //! `GET /api/platform`: which payment platform takes this backend's payments,
-//! so the page can say "sandbox" when nothing it shows is real money.
+//! so the page can say "sandbox" when nothing it shows is real money (and, in a
+//! sandbox demo, whom one can sign in as).
 
 use crate::state::AppState;
 use api_types::api::PlatformInfo;
 use axum::Json;
 use axum::extract::State;
 
-/// 200 `{"platform":"sandbox"|"remote","sandbox":bool}`.
+/// 200 `{"platform":"sandbox"|"remote","sandbox":bool,"demo_shoppers":[...]}`.
 pub async fn platform(State(state): State<AppState>) -> Json<PlatformInfo> {
     let kind = state.platform.kind();
     Json(PlatformInfo {
         platform: kind.as_str().to_owned(),
         sandbox: kind == crate::config::PlatformKind::Sandbox,
+        demo_shoppers: state.demo_shoppers.as_ref().clone(),
     })
 }

@@ -1,5 +1,5 @@
 use crate::helpers::{
-    ADMIN_TOKEN, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
+    ADMIN_TOKEN, PASSWORD, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
 };
 use api_types::api::AccountDetails;
 use api_types::{AnomalyKind, CallbackOutcome, LedgerKind};
@@ -7,33 +7,49 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 #[tokio::test]
-async fn create_account_returns_201_with_the_account() {
+async fn create_shopper_returns_201_with_the_shopper_and_their_account() {
     let app = spawn_app().await;
 
-    let account = app.create_account(5_000, "EUR").await;
+    let account = app.create_shopper(5_000, "EUR").await;
 
-    assert_eq!(account.balance_cents, 5_000);
-    assert_eq!(account.currency.as_str(), "EUR");
     assert_eq!(app.balance(&account).await, 5_000);
+    let (owner, currency): (uuid::Uuid, String) =
+        sqlx::query_as("SELECT shopper_id, currency FROM accounts WHERE account_id = $1")
+            .bind(account.account_id)
+            .fetch_one(&app.db)
+            .await
+            .expect("account row");
+    assert_eq!(owner, account.shopper_id);
+    assert_eq!(currency, "EUR");
+    let hash: String = sqlx::query_scalar("SELECT password_hash FROM shoppers WHERE shopper_id = $1")
+        .bind(account.shopper_id)
+        .fetch_one(&app.db)
+        .await
+        .expect("shopper row");
+    assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
+    assert!(!hash.contains(PASSWORD));
+}
+
+fn shopper_body() -> serde_json::Value {
+    json!({"email": "kim@shop.test", "password": PASSWORD, "balance_cents": 100, "currency": "EUR"})
 }
 
 #[tokio::test]
 async fn admin_api_answers_401_without_the_right_bearer_token_and_creates_nothing() {
     let app = spawn_app().await;
-    let body = json!({"balance_cents": 100, "currency": "EUR"});
 
     let missing = app
         .http
-        .post(app.url("/api/admin/accounts"))
-        .json(&body)
+        .post(app.url("/api/admin/shoppers"))
+        .json(&shopper_body())
         .send()
         .await
         .expect("sent");
     let wrong = app
         .http
-        .post(app.url("/api/admin/accounts"))
+        .post(app.url("/api/admin/shoppers"))
         .bearer_auth("not-the-token")
-        .json(&body)
+        .json(&shopper_body())
         .send()
         .await
         .expect("sent");
@@ -42,6 +58,7 @@ async fn admin_api_answers_401_without_the_right_bearer_token_and_creates_nothin
     assert_eq!(error_code(missing).await, "UNAUTHORIZED");
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(app.count("accounts").await, 0);
+    assert_eq!(app.count("shoppers").await, 0);
 }
 
 #[tokio::test]
@@ -50,38 +67,61 @@ async fn admin_api_is_404_when_no_admin_token_is_configured() {
 
     let response = app
         .http
-        .post(app.url("/api/admin/accounts"))
+        .post(app.url("/api/admin/shoppers"))
         .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"balance_cents": 100, "currency": "EUR"}))
+        .json(&shopper_body())
         .send()
         .await
         .expect("sent");
 
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
-    assert_eq!(app.count("accounts").await, 0);
+    assert_eq!(app.count("shoppers").await, 0);
 }
 
 #[tokio::test]
-async fn create_account_rejects_bad_input_with_400_and_creates_nothing() {
+async fn create_shopper_rejects_bad_input_with_400_and_creates_nothing() {
     let app = spawn_app().await;
+    let good = shopper_body();
+    let with = |field: &str, value: serde_json::Value| {
+        let mut body = good.clone();
+        body[field] = value;
+        body
+    };
+    let mut without_email = good.clone();
+    without_email.as_object_mut().expect("object").remove("email");
     for body in [
-        json!({"balance_cents": -1, "currency": "EUR"}),
-        json!({"balance_cents": 100, "currency": "euro"}),
-        json!({"balance_cents": 1.5, "currency": "EUR"}),
-        json!({"currency": "EUR"}),
+        with("balance_cents", json!(-1)),
+        with("balance_cents", json!(1.5)),
+        with("currency", json!("euro")),
+        with("email", json!("no-at-sign")),
+        with("email", json!("two@@shop.test")),
+        with("email", json!("spa ce@shop.test")),
+        with("email", json!("@shop.test")),
+        with("password", json!("short")),
+        with("password", json!("x".repeat(300))),
+        without_email,
     ] {
-        let response = app
-            .http
-            .post(app.url("/api/admin/accounts"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .expect("sent");
+        let response = app.post_shopper(&body).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(error_code(response).await, "BAD_REQUEST");
     }
     assert_eq!(app.count("accounts").await, 0);
+    assert_eq!(app.count("shoppers").await, 0);
+}
+
+#[tokio::test]
+async fn an_email_is_taken_whatever_its_case() {
+    let app = spawn_app().await;
+    assert_eq!(app.post_shopper(&shopper_body()).await.status(), StatusCode::CREATED);
+    let mut again = shopper_body();
+    again["email"] = json!("KIM@Shop.Test");
+
+    let response = app.post_shopper(&again).await;
+
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert_eq!(error_code(response).await, "EMAIL_TAKEN");
+    assert_eq!(app.count("shoppers").await, 1);
+    assert_eq!(app.count("accounts").await, 1);
 }
 
 #[tokio::test]
@@ -218,7 +258,7 @@ async fn an_admin_path_segment_that_is_not_utf8_gets_our_json_error_body() {
 
 /// Admin requests whose body or path would fail validation, if it were read.
 fn malformed_admin_requests(app: &TestApp) -> Vec<reqwest::RequestBuilder> {
-    let accounts = app.url("/api/admin/accounts");
+    let accounts = app.url("/api/admin/shoppers");
     vec![
         app.http
             .post(&accounts)
@@ -231,6 +271,9 @@ fn malformed_admin_requests(app: &TestApp) -> Vec<reqwest::RequestBuilder> {
             .post(&accounts)
             .json(&json!({"balance_cents": 100, "currency": "euro"})),
         app.http.post(&accounts).body("balance_cents=100"),
+        app.http
+            .put(app.url("/api/admin/products/%FF"))
+            .json(&json!({"name": "", "price_cents": -1, "currency": "EUR"})),
         app.http.get(app.url("/api/admin/accounts/%FF")),
         app.http.get(app.url("/api/admin/accounts/not-a-uuid")),
         app.http.get(app.url("/api/admin/callbacks/%FF")),
@@ -239,7 +282,8 @@ fn malformed_admin_requests(app: &TestApp) -> Vec<reqwest::RequestBuilder> {
 
 #[tokio::test]
 async fn admin_api_answers_401_before_reading_the_body_or_path_of_an_unauthenticated_request() {
-    let app = spawn_app().await;
+    // Without the failure limit, so every one of these wrong tokens is judged (tests/limits.rs has the limit).
+    let app = spawn_app_with(|c| c.limits.auth_failures_per_ip = 0).await;
     let before = app.snapshot().await;
 
     for bearer in [None, Some("not-the-token"), Some("")] {

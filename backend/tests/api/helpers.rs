@@ -3,9 +3,11 @@
 //! snapshots that prove an error changed nothing. Tests that stop or flush
 //! Redis own one: [`testkit::OwnedRedis`].
 
-use api_types::api::{Account, Order, RequestToken};
+use api_types::Currency;
+use api_types::api::{Order, RequestToken, ShopperCreated};
 use backend::config::{Config, PlatformKind};
 use backend::invariants;
+use backend::limits::LimitsConfig;
 use backend::startup::Application;
 use callback_signing::CallbackSecret;
 use reqwest::{Response, StatusCode};
@@ -20,6 +22,33 @@ use uuid::Uuid;
 
 /// The admin bearer token every test app uses.
 pub const ADMIN_TOKEN: &str = "test-admin-token-of-32-characters";
+/// The merchant API key every test app uses.
+pub const MERCHANT_KEY: &str = "test-merchant-key-of-32-characters";
+/// The password of every shopper [`TestApp::create_account`] makes.
+pub const PASSWORD: &str = "a-test-password-long-enough";
+
+/// A shopper's account as the tests use it: the shopper, their one account,
+/// and how to sign in as them.
+#[derive(Debug, Clone)]
+pub struct Account {
+    /// The account.
+    pub account_id: Uuid,
+    /// Its currency.
+    pub currency: Currency,
+    /// The shopper who owns it.
+    pub shopper_id: Uuid,
+    /// Their sign-in email.
+    pub email: String,
+}
+
+/// An HTTP client that keeps cookies, as a browser does.
+pub fn browser_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .cookie_store(true)
+        .build()
+        .expect("client builds")
+}
 
 static TRACING: Once = Once::new();
 
@@ -29,7 +58,8 @@ pub struct TestApp {
     pub address: String,
     /// The test's own database.
     pub db: PgPool,
-    /// Client for requests.
+    /// Client for requests; it keeps cookies, and [`TestApp::create_account`]
+    /// signs it in as the shopper it makes.
     pub http: reqwest::Client,
     /// Signs callbacks with the app's secret.
     pub webhook: CallbackSecret,
@@ -69,7 +99,16 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         platform: Some(PlatformKind::Sandbox),
         webhook_secret: Some(SecretString::from(secret.expose())),
         admin_token: Some(SecretString::from(ADMIN_TOKEN)),
+        merchant_api_key: Some(SecretString::from(MERCHANT_KEY)),
         sandbox_callback_delay_ms: 50,
+        // Per-shopper limits off: concurrency tests send many requests as one
+        // shopper. The failure limits stay at their defaults; tests/limits.rs sets its own.
+        limits: LimitsConfig {
+            orders_per_shopper: 0,
+            tokens_per_shopper: 0,
+            pays_per_shopper: 0,
+            ..LimitsConfig::default()
+        },
         ..Config::default()
     };
     adjust(&mut config);
@@ -87,10 +126,7 @@ async fn start(config: Config, database: TestDatabase) -> TestApp {
     TestApp {
         address,
         db,
-        http: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("client builds"),
+        http: browser_client(),
         webhook,
         config,
         server,
@@ -116,44 +152,126 @@ impl TestApp {
         format!("{}{path}", self.address)
     }
 
-    /// Opens an account through the admin API.
-    pub async fn create_account(&self, balance_cents: i64, currency: &str) -> Account {
-        let response = self
-            .http
-            .post(self.url("/api/admin/accounts"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&json!({"balance_cents": balance_cents, "currency": currency}))
-            .send()
-            .await
-            .expect("request sent");
-        assert_eq!(response.status(), StatusCode::CREATED);
-        response.json().await.expect("account body")
-    }
-
-    /// `POST /api/orders` with any JSON.
-    pub async fn post_order(&self, body: &Value) -> Response {
+    /// `POST /api/admin/shoppers` with any JSON.
+    pub async fn post_shopper(&self, body: &Value) -> Response {
         self.http
-            .post(self.url("/api/orders"))
+            .post(self.url("/api/admin/shoppers"))
+            .bearer_auth(ADMIN_TOKEN)
             .json(body)
             .send()
             .await
             .expect("request sent")
     }
 
-    /// Creates an order and returns it.
+    /// A new shopper with one account of `balance_cents`, and [`TestApp::http`]
+    /// signed in as them.
+    pub async fn create_account(&self, balance_cents: i64, currency: &str) -> Account {
+        let account = self.create_shopper(balance_cents, currency).await;
+        self.sign_in_as(&self.http, &account).await;
+        account
+    }
+
+    /// A new shopper with one account, nobody signed in as them.
+    pub async fn create_shopper(&self, balance_cents: i64, currency: &str) -> Account {
+        let email = format!("shopper-{}@shop.test", Uuid::new_v4().simple());
+        let response = self
+            .post_shopper(&json!({
+                "email": email,
+                "password": PASSWORD,
+                "balance_cents": balance_cents,
+                "currency": currency,
+            }))
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let created: ShopperCreated = response.json().await.expect("shopper body");
+        Account {
+            account_id: created.account_id,
+            currency: currency.parse().expect("a currency"),
+            shopper_id: created.shopper_id,
+            email,
+        }
+    }
+
+    /// `POST /api/session` with any JSON, from `client`.
+    pub async fn post_session(&self, client: &reqwest::Client, body: &Value) -> Response {
+        client
+            .post(self.url("/api/session"))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Signs `client` in as the shopper of `account`.
+    pub async fn sign_in_as(&self, client: &reqwest::Client, account: &Account) {
+        let response = self
+            .post_session(client, &json!({"email": account.email, "password": PASSWORD}))
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    /// A new client, signed in as the shopper of `account`.
+    pub async fn client_of(&self, account: &Account) -> reqwest::Client {
+        let client = browser_client();
+        self.sign_in_as(&client, account).await;
+        client
+    }
+
+    /// Adds or reprices a product through the admin API.
+    pub async fn put_product(&self, sku: &str, name: &str, price_cents: i64, currency: &str) {
+        let response = self
+            .http
+            .put(self.url(&format!("/api/admin/products/{sku}")))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({"name": name, "price_cents": price_cents, "currency": currency}))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    /// `POST /api/orders` with any JSON and a fresh `Idempotency-Key`, as the signed-in shopper.
+    pub async fn post_order(&self, body: &Value) -> Response {
+        self.http
+            .post(self.url("/api/orders"))
+            .header("idempotency-key", Uuid::new_v4().to_string())
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// `POST /api/merchant/orders` with any JSON and this `Idempotency-Key`.
+    pub async fn post_merchant_order(&self, key: &str, body: &Value) -> Response {
+        self.http
+            .post(self.url("/api/merchant/orders"))
+            .bearer_auth(MERCHANT_KEY)
+            .header("idempotency-key", key)
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// An order of `amount_cents` on the account, placed through the merchant API.
     pub async fn create_order(&self, account: &Account, amount_cents: i64) -> Order {
         let response = self
-            .post_order(&json!({
-                "account_id": account.account_id,
-                "amount_cents": amount_cents,
-                "currency": account.currency,
-            }))
+            .post_merchant_order(
+                &Uuid::new_v4().to_string(),
+                &json!({
+                    "shopper_id": account.shopper_id,
+                    "amount_cents": amount_cents,
+                    "currency": account.currency,
+                    "description": "test order",
+                }),
+            )
             .await;
         assert_eq!(response.status(), StatusCode::CREATED);
         response.json().await.expect("order body")
     }
 
-    /// An account with `balance` EUR cents and one PENDING order of `amount`.
+    /// A shopper with `balance` EUR cents and one PENDING order of `amount`,
+    /// [`TestApp::http`] signed in as them.
     pub async fn account_with_order(&self, balance: i64, amount: i64) -> (Account, Order) {
         let account = self.create_account(balance, "EUR").await;
         let order = self.create_order(&account, amount).await;
@@ -332,6 +450,9 @@ impl TestApp {
              UNION ALL SELECT 'callback ' || callback_id FROM payment_callbacks
              UNION ALL SELECT 'ledger ' || callback_id || ' ' || amount_cents FROM payment_ledger
              UNION ALL SELECT 'token ' || request_token FROM request_tokens_issued
+             UNION ALL SELECT 'shopper ' || shopper_id || ' ' || email FROM shoppers
+             UNION ALL SELECT 'product ' || sku || ' ' || price_cents FROM products
+             UNION ALL SELECT 'key ' || scope || ' ' || idempotency_key FROM idempotency_keys
              ORDER BY 1",
         )
         .fetch_all(&self.db)

@@ -11,6 +11,7 @@ use testkit::{BackendProcess, TestDatabase};
 use uuid::Uuid;
 
 const ADMIN: &str = "logs-test-admin-token-of-32-characters";
+const MERCHANT: &str = "logs-test-merchant-key-of-32-characters";
 
 #[tokio::test]
 async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint() {
@@ -27,6 +28,7 @@ async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint
                 format!("test:{}:", Uuid::new_v4().simple()),
             ),
             (env::ADMIN_TOKEN.into(), ADMIN.into()),
+            (env::MERCHANT_API_KEY.into(), MERCHANT.into()),
             (env::SANDBOX_CALLBACK_DELAY_MS.into(), "50".into()),
             // Debug, not just info: an operator turning logging up must not leak tokens either.
             (env::RUST_LOG.into(), "debug".into()),
@@ -35,27 +37,50 @@ async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint
     )
     .await
     .expect("the backend starts");
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
     let url = |path: &str| format!("{}{path}", backend.url());
     let post = |path: &str, body: Value| http.post(url(path)).json(&body).send();
-    let account: Value = http
-        .post(url("/api/admin/accounts"))
+    let password = "logs-test-password-never-logged";
+    let shopper: Value = http
+        .post(url("/api/admin/shoppers"))
         .bearer_auth(ADMIN)
-        .json(&json!({"balance_cents": 10_000, "currency": "EUR"}))
+        .json(&json!({"email": "logs@shop.test", "password": password, "balance_cents": 10_000, "currency": "EUR"}))
         .send()
         .await
         .expect("sent")
         .json()
         .await
-        .expect("account");
-    let order_body = |amount: i64| json!({"account_id": account["account_id"], "amount_cents": amount, "currency": "EUR"});
-    let order: Value = post("/api/orders", order_body(2_000))
+        .expect("shopper");
+    let signed_in = post(
+        "/api/session",
+        json!({"email": "logs@shop.test", "password": password}),
+    )
+    .await
+    .expect("sent");
+    assert_eq!(signed_in.status(), StatusCode::OK);
+    let session_id = signed_in
+        .cookies()
+        .find(|cookie| cookie.name() == "checkout_session")
+        .map(|cookie| cookie.value().to_owned())
+        .expect("a session cookie");
+    let order_body = |amount: i64| json!({"shopper_id": shopper["shopper_id"], "amount_cents": amount, "currency": "EUR", "description": "logs"});
+    let merchant_order = |amount: i64| {
+        http.post(url("/api/merchant/orders"))
+            .bearer_auth(MERCHANT)
+            .header("idempotency-key", Uuid::new_v4().to_string())
+            .json(&order_body(amount))
+            .send()
+    };
+    let order: Value = merchant_order(2_000)
         .await
         .expect("sent")
         .json()
         .await
         .expect("order");
-    let other: Value = post("/api/orders", order_body(3_000))
+    let other: Value = merchant_order(3_000)
         .await
         .expect("sent")
         .json()
@@ -113,7 +138,8 @@ async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint
     let where_ = log.display();
     assert!(
         output.contains("payment attempt created")
-            && output.contains("token presented for another order"),
+            && output.contains("token presented for another order")
+            && output.contains("shopper signed in"),
         "the output holds the pay's log lines: {where_}"
     );
     for form in [
@@ -124,6 +150,9 @@ async fn the_logs_of_a_paid_order_name_its_request_token_only_by_its_fingerprint
             !lowercase.contains(&form),
             "the token {form} is in {where_}"
         );
+    }
+    for secret in [password, &session_id, ADMIN, MERCHANT] {
+        assert!(!output.contains(secret), "a secret is in {where_}");
     }
     let fingerprint = TokenFingerprint::of(token).to_string();
     assert!(

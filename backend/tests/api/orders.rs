@@ -38,6 +38,8 @@ async fn get_order_returns_the_contract_fields() {
         "created_at",
         "paid_at",
         "failure_reason",
+        "description",
+        "pay_url",
     ] {
         assert!(body.get(field).is_some(), "missing {field} in {body}");
     }
@@ -47,6 +49,7 @@ async fn get_order_returns_the_contract_fields() {
 #[tokio::test]
 async fn get_unknown_order_is_404_order_not_found() {
     let app = spawn_app().await;
+    app.create_account(1_000, "EUR").await;
 
     let response = app.get_order("ord_doesnotexist").await;
 
@@ -57,42 +60,20 @@ async fn get_unknown_order_is_404_order_not_found() {
 #[tokio::test]
 async fn create_order_rejects_bad_input_and_changes_nothing() {
     let app = spawn_app().await;
-    let account = app.create_account(10_000, "EUR").await;
+    app.create_account(10_000, "EUR").await;
+    app.put_product("mug", "Mug", 1_250, "EUR").await;
+    app.put_product("dollar-mug", "Mug", 1_250, "USD").await;
     let before = app.snapshot().await;
-    let id = account.account_id;
     let cases = [
+        (json!({"sku": "mug", "quantity": 0}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"sku": "mug", "quantity": 101}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"sku": "mug", "quantity": -1}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"sku": "mug", "quantity": 1.5}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"sku": "mug"}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"quantity": 1}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+        (json!({"sku": "nope", "quantity": 1}), StatusCode::NOT_FOUND, "PRODUCT_NOT_FOUND"),
         (
-            json!({"account_id": id, "amount_cents": 0, "currency": "EUR"}),
-            StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
-        ),
-        (
-            json!({"account_id": id, "amount_cents": -5, "currency": "EUR"}),
-            StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
-        ),
-        (
-            json!({"account_id": id, "amount_cents": 9.99, "currency": "EUR"}),
-            StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
-        ),
-        (
-            json!({"account_id": id, "amount_cents": 100, "currency": "eur"}),
-            StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
-        ),
-        (
-            json!({"account_id": "nope", "amount_cents": 100, "currency": "EUR"}),
-            StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
-        ),
-        (
-            json!({"account_id": uuid::Uuid::new_v4(), "amount_cents": 100, "currency": "EUR"}),
-            StatusCode::NOT_FOUND,
-            "ACCOUNT_NOT_FOUND",
-        ),
-        (
-            json!({"account_id": id, "amount_cents": 100, "currency": "USD"}),
+            json!({"sku": "dollar-mug", "quantity": 1}),
             StatusCode::UNPROCESSABLE_ENTITY,
             "CURRENCY_MISMATCH",
         ),
@@ -106,8 +87,9 @@ async fn create_order_rejects_bad_input_and_changes_nothing() {
     let malformed = app
         .http
         .post(app.url("/api/orders"))
+        .header("idempotency-key", "k-1")
         .header("content-type", "application/json")
-        .body("{\"account_id\":")
+        .body("{\"sku\":")
         .send()
         .await
         .expect("sent");
@@ -115,17 +97,20 @@ async fn create_order_rejects_bad_input_and_changes_nothing() {
     assert_eq!(error_code(malformed).await, "BAD_REQUEST");
 
     assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.count("idempotency_keys").await, 0);
 }
 
 #[tokio::test]
 async fn oversized_request_bodies_are_refused_with_413() {
     let app = spawn_app().await;
+    app.create_account(1_000, "EUR").await;
     let before = app.snapshot().await;
     let huge = format!("{{\"pad\":\"{}\"}}", "x".repeat(70 * 1024));
 
     let response = app
         .http
         .post(app.url("/api/orders"))
+        .header("idempotency-key", "k-1")
         .header("content-type", "application/json")
         .body(huge)
         .send()
@@ -150,7 +135,7 @@ async fn the_platform_endpoint_says_the_sandbox_is_a_sandbox() {
 
     assert_eq!(response.status(), StatusCode::OK);
     let body: serde_json::Value = response.json().await.expect("json");
-    assert_eq!(body, json!({"platform": "sandbox", "sandbox": true}));
+    assert_eq!(body, json!({"platform": "sandbox", "sandbox": true, "demo_shoppers": []}));
 }
 
 #[tokio::test]

@@ -189,6 +189,6 @@ async fn the_platform_endpoint_says_remote_when_payments_go_over_http() {
 
     assert_eq!(
         body,
-        serde_json::json!({"platform": "remote", "sandbox": false})
+        serde_json::json!({"platform": "remote", "sandbox": false, "demo_shoppers": []})
     );
 }

@@ -46,6 +46,7 @@ async fn request_token_is_a_uuid_v4_stored_in_redis_with_its_ttl_and_binding() {
 #[tokio::test]
 async fn request_token_for_an_unknown_order_is_404_and_changes_nothing() {
     let app = spawn_app().await;
+    app.create_account(1_000, "EUR").await;
     let before = app.snapshot().await;
 
     let response = app.post_request_token("ord_unknown").await;

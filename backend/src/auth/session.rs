@@ -1,0 +1,113 @@
+//! Shoppers' sessions: `tower-sessions` with its PostgreSQL store, so any
+//! backend instance serves any shopper and a restart signs nobody out.
+//!
+//! The cookie is `HttpOnly`, `SameSite=Lax`, `Path=/`, `Secure` with
+//! `COOKIE_SECURE=true`; a session ends after `SESSION_IDLE_SECS` without a
+//! request, or at sign-out, when its row is deleted. Sign-in gives the session
+//! a new id ([`sign_in`]), so a cookie planted before sign-in is worthless after it.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use sqlx::PgPool;
+use std::time::Duration;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+use uuid::Uuid;
+
+/// Name of the session cookie.
+pub const COOKIE_NAME: &str = "checkout_session";
+/// The session's key holding the signed-in shopper's id.
+const SHOPPER_KEY: &str = "shopper_id";
+/// The session's key marking a demo shopper's session.
+const DEMO_KEY: &str = "demo";
+
+/// Creates the session table (schema `tower_sessions`) and returns the layer
+/// that loads and saves sessions; expired rows are deleted every 10 minutes.
+pub async fn layer(
+    db: &PgPool,
+    idle: Duration,
+    secure: bool,
+) -> anyhow::Result<SessionManagerLayer<PostgresStore>> {
+    let store = PostgresStore::new(db.clone());
+    store.migrate().await?;
+    let sweeper = store.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(600));
+        loop {
+            every.tick().await;
+            if let Err(err) = sweeper.delete_expired().await {
+                tracing::warn!(error = %err, "could not delete expired sessions");
+            }
+        }
+    });
+    let idle = tower_sessions::cookie::time::Duration::seconds(
+        i64::try_from(idle.as_secs()).unwrap_or(i64::MAX),
+    );
+    Ok(SessionManagerLayer::new(store)
+        .with_name(COOKIE_NAME)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_path("/")
+        .with_secure(secure)
+        .with_expiry(Expiry::OnInactivity(idle)))
+}
+
+fn store_error(err: tower_sessions::session::Error) -> ApiError {
+    ApiError::internal(anyhow::anyhow!("session store: {err}"))
+}
+
+/// Makes `session` the shopper's: a new session id first (no fixation), then the shopper.
+pub async fn sign_in(session: &Session, shopper_id: Uuid, demo: bool) -> Result<(), ApiError> {
+    session.cycle_id().await.map_err(store_error)?;
+    session
+        .insert(SHOPPER_KEY, shopper_id)
+        .await
+        .map_err(store_error)?;
+    session.insert(DEMO_KEY, demo).await.map_err(store_error)
+}
+
+/// Ends `session` on the server (its row is deleted) and clears the cookie.
+pub async fn sign_out(session: &Session) -> Result<(), ApiError> {
+    session.flush().await.map_err(store_error)
+}
+
+/// The signed-in shopper; `401 UNAUTHENTICATED` without a live session.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    /// The shopper's id.
+    pub shopper_id: Uuid,
+    /// Their session, for signing out.
+    pub session: Session,
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let session = Session::from_request_parts(parts, state)
+            .await
+            .map_err(|(_, text)| ApiError::internal(anyhow::anyhow!("session layer: {text}")))?;
+        let shopper_id = session
+            .get::<Uuid>(SHOPPER_KEY)
+            .await
+            .map_err(store_error)?
+            .ok_or(ApiError::Unauthenticated)?;
+        // A demo shopper's session dies with demo mode.
+        let demo = session
+            .get::<bool>(DEMO_KEY)
+            .await
+            .map_err(store_error)?
+            .unwrap_or(false);
+        if demo && !state.demo {
+            return Err(ApiError::Unauthenticated);
+        }
+        Ok(Self {
+            shopper_id,
+            session,
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! `shoppers`: people who sign in and pay, each with one account per currency.
+
+use api_types::Currency;
+use api_types::api::Account;
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+/// Index that keeps emails unique whatever their case.
+pub const EMAIL_UNIQUE: &str = "shoppers_email_key";
+
+/// What sign-in needs of a shopper.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// The shopper.
+    pub shopper_id: Uuid,
+    /// Their email as stored.
+    pub email: String,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    /// A demo shopper (usable only in demo mode).
+    pub demo: bool,
+}
+
+/// A shopper to create.
+#[derive(Debug, Clone, Copy)]
+pub struct NewShopper<'a> {
+    /// Sign-in email.
+    pub email: &'a str,
+    /// argon2id PHC string.
+    pub password_hash: &'a str,
+    /// Made by demo mode.
+    pub demo: bool,
+    /// Opening balance of their account.
+    pub balance_cents: i64,
+    /// Their account's currency.
+    pub currency: Currency,
+}
+
+/// Creates a shopper and their account, in the caller's transaction; returns
+/// (shopper id, account id).
+#[tracing::instrument(name = "db.shoppers.insert", skip(conn, new), fields(email = new.email))]
+pub async fn insert_with_account(
+    conn: &mut PgConnection,
+    new: NewShopper<'_>,
+) -> sqlx::Result<(Uuid, Uuid)> {
+    let NewShopper {
+        email,
+        password_hash,
+        demo,
+        balance_cents,
+        currency,
+    } = new;
+    let shopper_id = Uuid::new_v4();
+    let account_id = Uuid::new_v4();
+    sqlx::query!(
+        "INSERT INTO shoppers (shopper_id, email, password_hash, demo) VALUES ($1, $2, $3, $4)",
+        shopper_id,
+        email,
+        password_hash,
+        demo,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "INSERT INTO accounts (account_id, shopper_id, balance_cents, opening_balance_cents, currency)
+         VALUES ($1, $2, $3, $3, $4)",
+        account_id,
+        shopper_id,
+        balance_cents,
+        currency.as_str(),
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok((shopper_id, account_id))
+}
+
+/// The shopper with this email, whatever its case.
+#[tracing::instrument(name = "db.shoppers.find_by_email", skip(db))]
+pub async fn find_by_email(
+    db: impl PgExecutor<'_>,
+    email: &str,
+) -> sqlx::Result<Option<Credentials>> {
+    sqlx::query_as!(
+        Credentials,
+        "SELECT shopper_id, email, password_hash, demo FROM shoppers WHERE lower(email) = lower($1)",
+        email,
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// A shopper's email; `None` when there is no such shopper.
+#[tracing::instrument(name = "db.shoppers.email", skip(db))]
+pub async fn email(db: impl PgExecutor<'_>, shopper_id: Uuid) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT email FROM shoppers WHERE shopper_id = $1",
+        shopper_id
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// A shopper's accounts, by currency.
+#[tracing::instrument(name = "db.shoppers.accounts", skip(db))]
+pub async fn accounts(db: impl PgExecutor<'_>, shopper_id: Uuid) -> sqlx::Result<Vec<Account>> {
+    sqlx::query_as!(
+        Account,
+        r#"SELECT account_id, balance_cents, currency AS "currency: Currency"
+           FROM accounts WHERE shopper_id = $1 ORDER BY currency"#,
+        shopper_id,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// The shopper's account in `currency`, if they have one.
+#[tracing::instrument(name = "db.shoppers.account_in", skip(db))]
+pub async fn account_in(
+    db: impl PgExecutor<'_>,
+    shopper_id: Uuid,
+    currency: Currency,
+) -> sqlx::Result<Option<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT account_id FROM accounts WHERE shopper_id = $1 AND currency = $2",
+        shopper_id,
+        currency.as_str(),
+    )
+    .fetch_optional(db)
+    .await
+}

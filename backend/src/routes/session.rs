@@ -1,0 +1,69 @@
+//! `/api/session` (sign in, sign out) and `/api/me`.
+
+use crate::auth::{passwords, session};
+use crate::auth::session::SignedIn;
+use crate::db::shoppers;
+use crate::error::ApiError;
+use crate::extract::{AppJson, ClientIp};
+use crate::state::AppState;
+use api_types::api::{Me, SessionInfo, SignIn};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use secrecy::SecretString;
+use tower_sessions::Session;
+
+/// `POST /api/session` -> 200 and a new session cookie; `401 INVALID_CREDENTIALS`
+/// for an unknown email and for a wrong password alike (same answer, same work).
+pub async fn sign_in(
+    State(state): State<AppState>,
+    ClientIp(client): ClientIp,
+    session: Session,
+    AppJson(body): AppJson<SignIn>,
+) -> Result<Json<SessionInfo>, ApiError> {
+    let email_key = body.email.trim().to_lowercase();
+    state.limits.signin_ip.check(&client)?;
+    state.limits.signin_email.check(&email_key)?;
+    let found = shoppers::find_by_email(&state.db, body.email.trim()).await?;
+    let stored = found.as_ref().map(|c| c.password_hash.clone());
+    let password = SecretString::from(body.password);
+    let verified = passwords::verify(password, stored).await?;
+    match found {
+        // A demo shopper's password is public: usable only while demo mode is on.
+        Some(credentials) if verified && (!credentials.demo || state.demo) => {
+            session::sign_in(&session, credentials.shopper_id, credentials.demo).await?;
+            tracing::info!(shopper_id = %credentials.shopper_id, "shopper signed in");
+            Ok(Json(SessionInfo {
+                shopper_id: credentials.shopper_id,
+                email: credentials.email,
+            }))
+        }
+        _ => {
+            tracing::warn!(%client, "sign-in failed");
+            state.limits.signin_ip.record_failure(&client)?;
+            state.limits.signin_email.record_failure(&email_key)?;
+            Err(ApiError::InvalidCredentials)
+        }
+    }
+}
+
+/// `DELETE /api/session` -> 204; the session is deleted on the server, so its
+/// cookie is worthless even if it was copied.
+pub async fn sign_out(signed_in: SignedIn) -> Result<StatusCode, ApiError> {
+    session::sign_out(&signed_in.session).await?;
+    tracing::info!(shopper_id = %signed_in.shopper_id, "shopper signed out");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/me` -> the signed-in shopper and their accounts.
+pub async fn me(State(state): State<AppState>, signed_in: SignedIn) -> Result<Json<Me>, ApiError> {
+    let email = shoppers::email(&state.db, signed_in.shopper_id)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
+    let accounts = shoppers::accounts(&state.db, signed_in.shopper_id).await?;
+    Ok(Json(Me {
+        shopper_id: signed_in.shopper_id,
+        email,
+        accounts,
+    }))
+}
