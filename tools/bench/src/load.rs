@@ -11,7 +11,7 @@ use api_types::api::{PayRequest, RequestToken};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONTENT_TYPE, HOST, HeaderMap, HeaderValue};
+use hyper::header::{CONTENT_TYPE, COOKIE, HOST, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::collections::{BTreeMap, VecDeque};
@@ -64,7 +64,12 @@ pub enum Job {
     /// The same request over and over, expecting `200`.
     Repeat(Prepared),
     /// "Pay now" for each order in turn: `request-token` (`201`), then `pay` (`202`).
-    PayNow(VecDeque<String>),
+    PayNow {
+        /// The orders, paid in turn.
+        orders: VecDeque<String>,
+        /// The `Cookie` header of the session of the shopper who owns them.
+        cookie: HeaderValue,
+    },
 }
 
 /// The result of a load run.
@@ -225,7 +230,7 @@ async fn work(
     start: Instant,
     deadline: Instant,
 ) -> WorkerTally {
-    let operations = if matches!(job, Job::PayNow(_)) { 3 } else { 1 };
+    let operations = if matches!(job, Job::PayNow { .. }) { 3 } else { 1 };
     let mut tally = WorkerTally {
         latencies: vec![Vec::with_capacity(4096); operations],
         ..WorkerTally::default()
@@ -243,12 +248,12 @@ async fn work(
             Job::Repeat(prepared) => {
                 callback(&mut conn, &host, prepared, &mut tally).await;
             }
-            Job::PayNow(orders) => {
+            Job::PayNow { orders, cookie } => {
                 let Some(order_no) = orders.pop_front() else {
                     tally.exhausted = true;
                     break;
                 };
-                pay_now(&mut conn, &host, &order_no, &mut tally).await;
+                pay_now(&mut conn, &host, cookie, &order_no, &mut tally).await;
             }
         }
     }
@@ -305,11 +310,18 @@ async fn callback(
 }
 
 /// Token, then pay; the pair is operation 0 (and counts as the success), then token, then pay.
-async fn pay_now(conn: &mut Conn, host: &HeaderValue, order_no: &str, tally: &mut WorkerTally) {
-    let token_request = Prepared::post_json(
+async fn pay_now(
+    conn: &mut Conn,
+    host: &HeaderValue,
+    cookie: &HeaderValue,
+    order_no: &str,
+    tally: &mut WorkerTally,
+) {
+    let mut token_request = Prepared::post_json(
         format!("/api/orders/{order_no}/request-token"),
         Bytes::new(),
     );
+    token_request.headers.insert(COOKIE, cookie.clone());
     let Some((body, token_micros)) =
         exchange(conn, host, &token_request, StatusCode::CREATED, tally).await
     else {
@@ -325,7 +337,9 @@ async fn pay_now(conn: &mut Conn, host: &HeaderValue, order_no: &str, tally: &mu
         tally.error("cannot encode the pay request".into());
         return;
     };
-    let pay_request = Prepared::post_json(format!("/api/orders/{order_no}/pay"), pay_body.into());
+    let mut pay_request =
+        Prepared::post_json(format!("/api/orders/{order_no}/pay"), pay_body.into());
+    pay_request.headers.insert(COOKIE, cookie.clone());
     if let Some((_, pay_micros)) =
         exchange(conn, host, &pay_request, StatusCode::ACCEPTED, tally).await
     {

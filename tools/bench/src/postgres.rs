@@ -238,6 +238,11 @@ pub async fn settings(pool: &PgPool) -> anyhow::Result<ServerSettings> {
     })
 }
 
+/// The email of the shopper who owns every bench order.
+pub const BENCH_SHOPPER_EMAIL: &str = "bench@shop.test";
+/// Their password (a bench database is scratch data).
+pub const BENCH_SHOPPER_PASSWORD: &str = "bench-shopper-password";
+
 /// Creates database `name` with the backend's schema (its own migrations) and
 /// `accounts` accounts; returns a small pool for setting up and inspecting it.
 pub async fn create_database(server: &Server, name: &str, accounts: i64) -> anyhow::Result<PgPool> {
@@ -253,6 +258,19 @@ pub async fn create_database(server: &Server, name: &str, accounts: i64) -> anyh
     .execute(&pool)
     .await
     .context("cannot open the accounts")?;
+    // One shopper owns every bench order (pay now signs in as them); the charges
+    // still spread over the accounts, as many shoppers' would.
+    let hash = backend::auth::passwords::hash(secrecy::SecretString::from(BENCH_SHOPPER_PASSWORD))
+        .await
+        .map_err(|err| anyhow::anyhow!("cannot hash the bench shopper's password: {err}"))?;
+    sqlx::query(
+        "INSERT INTO shoppers (shopper_id, email, password_hash) VALUES (md5('bench-shopper')::uuid, $1, $2)",
+    )
+    .bind(BENCH_SHOPPER_EMAIL)
+    .bind(hash)
+    .execute(&pool)
+    .await
+    .context("cannot create the bench shopper")?;
     if server.is_owned() {
         sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             .execute(&pool)
@@ -294,8 +312,9 @@ impl OrderStock {
         // Create in one go, with room to spare, so top-ups are rare.
         let new_end = want_end + count / 2;
         sqlx::query(
-            "INSERT INTO orders (order_no, account_id, amount_cents, currency)
-             SELECT $4 || k, md5('bench-account-' || (k % $3))::uuid, 1000 + k % 1000, 'EUR'
+            "INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency)
+             SELECT $4 || k, md5('bench-shopper')::uuid, md5('bench-account-' || (k % $3))::uuid,
+                    1000 + k % 1000, 'EUR'
              FROM generate_series($1, $2 - 1) k",
         )
         .bind(self.end)

@@ -4,11 +4,9 @@
 
 use crate::platform::{Answer, Callback, Sender};
 use crate::processes::BackendProcess;
-use anyhow::Context;
 use backend::invariants::{self, Report as InvariantReport, Violations};
 use futures::future::join_all;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,8 +45,10 @@ pub struct Target {
     pub url: String,
     /// The Standard Webhooks secret it verifies with.
     pub webhook_secret: String,
-    /// Its admin bearer token (to open the account).
+    /// Its admin bearer token (to create the shopper).
     pub admin_token: String,
+    /// Its merchant API key (to place the orders).
+    pub merchant_key: String,
     /// Its database, for the checks afterwards.
     pub db: PgPool,
 }
@@ -207,34 +207,18 @@ pub async fn run(
     mut restart: Restart<'_>,
     show_progress: bool,
 ) -> anyhow::Result<StormReport> {
-    let http = reqwest::Client::new();
     let total = incident.amount_cents * incident.orders as i64;
-    let account: serde_json::Value = http
-        .post(format!("{}/api/admin/accounts", target.url))
-        .bearer_auth(&target.admin_token)
-        .json(&json!({"balance_cents": total * 2, "currency": "EUR"}))
-        .send()
-        .await?
-        .error_for_status()
-        .context("cannot open the storm's account (is ADMIN_TOKEN right?)")?
-        .json()
-        .await?;
-    let account_id = account["account_id"]
-        .as_str()
-        .context("no account_id")?
-        .to_owned();
-
+    let shopper = crate::shop::open_shopper(&target.url, &target.admin_token, total * 2).await?;
+    let order_nos = crate::shop::place_orders(
+        &target.url,
+        &target.merchant_key,
+        &shopper,
+        incident.orders,
+        incident.amount_cents,
+    )
+    .await?;
     let mut callbacks = Vec::with_capacity(incident.orders);
-    for _ in 0..incident.orders {
-        let order: serde_json::Value = http
-            .post(format!("{}/api/orders", target.url))
-            .json(&json!({"account_id": account_id, "amount_cents": incident.amount_cents, "currency": "EUR"}))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let order_no = order["order_no"].as_str().context("no order_no")?;
+    for order_no in &order_nos {
         callbacks.push(Callback::success(
             order_no,
             incident.amount_cents,
@@ -302,7 +286,7 @@ pub async fn run(
                 .status()
                 .await?;
             anyhow::ensure!(status.success(), "restart command failed: {status}");
-            wait_healthy(&http, &target.url).await?;
+            wait_healthy(&shopper.client, &target.url).await?;
             true
         }
         Restart::Managed(backend) => {
@@ -343,9 +327,9 @@ pub async fn run(
         });
     }
     let deducted_cents: i64 = sqlx::query_scalar(
-        "SELECT opening_balance_cents - balance_cents FROM accounts WHERE account_id = $1::uuid",
+        "SELECT opening_balance_cents - balance_cents FROM accounts WHERE shopper_id = $1::uuid",
     )
-    .bind(&account_id)
+    .bind(&shopper.shopper_id)
     .fetch_one(&target.db)
     .await?;
     Ok(StormReport {

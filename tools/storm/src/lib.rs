@@ -4,8 +4,10 @@
 //!
 //! - [`platform`]: signs and sends callbacks the way a payment platform does;
 //! - [`incident`]: the scenario and its report;
+//! - [`shop`]: a signed-in shopper and merchant-placed orders to pay;
 //! - [`processes`] (the `testkit` crate): real processes a run or a fault test owns (the backend, Redis, PostgreSQL).
 
 pub mod incident;
 pub mod platform;
+pub mod shop;
 pub use testkit as processes;

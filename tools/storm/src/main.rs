@@ -31,11 +31,14 @@ struct Args {
     )]
     database_url: String,
     /// The backend's Standard Webhooks secret (generated for a started backend).
-    #[arg(long, env = "WEBHOOK_SECRET")]
+    #[arg(long, env = "WEBHOOK_SECRET", hide_env_values = true)]
     webhook_secret: Option<String>,
     /// The backend's admin token (generated for a started backend).
-    #[arg(long, env = "ADMIN_TOKEN")]
+    #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
+    /// The backend's merchant API key (generated for a started backend).
+    #[arg(long, env = "MERCHANT_API_KEY", hide_env_values = true)]
+    merchant_key: Option<String>,
     /// Redis for a started backend.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
@@ -89,6 +92,10 @@ async fn main() -> anyhow::Result<ExitCode> {
                 .admin_token
                 .clone()
                 .context("--admin-token is needed with --backend-url")?,
+            merchant_key: args
+                .merchant_key
+                .clone()
+                .context("--merchant-key is needed with --backend-url")?,
             db: PgPoolOptions::new()
                 .max_connections(4)
                 .connect(&args.database_url)
@@ -102,6 +109,10 @@ async fn main() -> anyhow::Result<ExitCode> {
             let secret = args.webhook_secret.clone().unwrap_or_else(random_secret);
             let admin = args
                 .admin_token
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+            let merchant = args
+                .merchant_key
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
             let base = args
@@ -124,6 +135,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                     ),
                     (backend::env::WEBHOOK_SECRET.into(), secret.clone()),
                     (backend::env::ADMIN_TOKEN.into(), admin.clone()),
+                    (backend::env::MERCHANT_API_KEY.into(), merchant.clone()),
                     (
                         backend::env::RUST_LOG.into(),
                         "info,sqlx=warn,tower_http=warn".into(),
@@ -136,6 +148,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 url: backend.url(),
                 webhook_secret: secret,
                 admin_token: admin,
+                merchant_key: merchant,
                 db: PgPoolOptions::new()
                     .max_connections(4)
                     .connect(&database_url)

@@ -89,6 +89,8 @@ struct Bench {
     http_pool: PgPool,
     pg_stock: OrderStock,
     http_stock: OrderStock,
+    /// The pay-now shopper's session cookie, once signed in.
+    pay_cookie: Option<hyper::header::HeaderValue>,
     signer: Signer,
     redis_prefix: String,
     redis: RedisTarget,

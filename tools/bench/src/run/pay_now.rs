@@ -8,7 +8,9 @@
 use super::windows::Side;
 use super::{Bench, say};
 use crate::load::Job;
-use crate::postgres::ORDER_PREFIX;
+use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, ORDER_PREFIX};
+use anyhow::Context;
+use hyper::header::HeaderValue;
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
 use std::net::SocketAddr;
@@ -22,6 +24,7 @@ impl Bench {
             "==> Pay now (request token, then pay) with SANDBOX_CALLBACK_DELAY_MS={PAY_CALLBACK_DELAY_MS}, then redis-benchmark"
         ));
         let addr = self.start_backend("pay", PAY_CALLBACK_DELAY_MS).await?;
+        self.pay_cookie = Some(sign_in(addr).await?);
         let focus = self.focus();
         let warmup = self.args.warmup;
         if warmup > 0 {
@@ -86,13 +89,16 @@ impl Bench {
         self.http_stock.ensure(need).await?;
         let base = self.http_stock.next();
         let per_worker = (need as usize).div_ceil(clients);
+        let cookie = self
+            .pay_cookie
+            .clone()
+            .context("pay now runs after signing in")?;
         let jobs = (0..clients)
-            .map(|worker| {
-                Job::PayNow(
-                    (0..per_worker)
-                        .map(|i| format!("{ORDER_PREFIX}{}", base + (worker + clients * i) as i64))
-                        .collect(),
-                )
+            .map(|worker| Job::PayNow {
+                orders: (0..per_worker)
+                    .map(|i| format!("{ORDER_PREFIX}{}", base + (worker + clients * i) as i64))
+                    .collect(),
+                cookie: cookie.clone(),
             })
             .collect();
         self.before_run(Side::Backend, false).await?;
@@ -103,4 +109,27 @@ impl Bench {
         }
         Ok(runs)
     }
+}
+
+/// Signs the bench shopper in; returns the `Cookie` header of their session.
+async fn sign_in(addr: SocketAddr) -> anyhow::Result<HeaderValue> {
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/api/session"))
+        .json(&serde_json::json!({
+            "email": BENCH_SHOPPER_EMAIL,
+            "password": BENCH_SHOPPER_PASSWORD,
+        }))
+        .send()
+        .await?
+        .error_for_status()
+        .context("the bench shopper cannot sign in")?;
+    let cookie = response
+        .cookies()
+        .next()
+        .context("sign-in set no cookie")?;
+    Ok(HeaderValue::from_str(&format!(
+        "{}={}",
+        cookie.name(),
+        cookie.value()
+    ))?)
 }

@@ -125,6 +125,7 @@ impl Bench {
         Ok(Bench {
             pg_stock: OrderStock::new(pg_pool.clone(), args.accounts),
             http_stock: OrderStock::new(http_pool.clone(), args.accounts),
+            pay_cookie: None,
             args,
             root,
             work,

@@ -95,10 +95,7 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
     let orders = rig.orders(8, AMOUNT).await;
     let stop = Arc::new(AtomicBool::new(false));
     let supervisor = rig.supervise(stop.clone());
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("client");
+    let http = rig.shopper_http().await;
 
     // A shopper per order: get a token, press Pay, retry the same token on
     // network failure, get a fresh token when told the token is invalid.

@@ -82,7 +82,7 @@ async fn redis_flushed_then_stopped_mid_storm_leaves_callbacks_exactly_once_and_
  {
     let mut rig = Rig::start(RigOptions::default()).await;
     let orders = rig.orders(6, AMOUNT).await;
-    let http = reqwest::Client::new();
+    let http = rig.shopper_http().await;
     let url = rig.url().to_owned();
 
     // A shopper's pay that completed before the trouble.

@@ -3,18 +3,20 @@
 
 use backend::invariants;
 use futures::future::join_all;
-use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use std::sync::Arc;
 use std::time::Duration;
 use storm::platform::{Answer, Callback, Sender};
 use storm::processes::{self, BackendProcess, OwnedRedis};
+use storm::shop::Shopper;
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
 /// The admin token of rig backends.
 pub const ADMIN: &str = "fault-admin-token-of-32-characters";
+/// The merchant API key of every backend the rig starts.
+pub const MERCHANT: &str = "fault-merchant-key-of-32-characters";
 
 /// Seeds to run: `FAULT_SEEDS=7,8` reproduces or extends; CI runs a bounded few.
 pub fn seeds() -> Vec<u64> {
@@ -72,7 +74,7 @@ pub struct Rig {
     /// Their webhook secret.
     pub secret: String,
     urls: Vec<String>,
-    http: reqwest::Client,
+    shopper: tokio::sync::OnceCell<Shopper>,
     /// Last: dropped after the backends, kept when the test failed.
     _database: processes::TestDatabase,
 }
@@ -105,6 +107,10 @@ impl Rig {
                 ),
                 (backend::env::WEBHOOK_SECRET.to_owned(), secret.clone()),
                 (backend::env::ADMIN_TOKEN.to_owned(), ADMIN.to_owned()),
+                (backend::env::MERCHANT_API_KEY.to_owned(), MERCHANT.to_owned()),
+                // One shopper pays every order of a test, faster than any person.
+                (backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.to_owned(), "0".to_owned()),
+                (backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.to_owned(), "0".to_owned()),
                 (
                     backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
                     "100".to_owned(),
@@ -137,10 +143,7 @@ impl Rig {
             db,
             secret,
             urls,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(5))
-                .build()
-                .expect("client"),
+            shopper: tokio::sync::OnceCell::new(),
             _database: database,
         }
     }
@@ -155,34 +158,28 @@ impl Rig {
         &self.urls
     }
 
-    /// An account holding enough for `orders` orders of `amount`, and the orders.
+    /// The rig's one shopper (made on first use, with money for every order a
+    /// test places), signed in: their client carries the session cookie.
+    pub async fn shopper(&self) -> &Shopper {
+        self.shopper
+            .get_or_init(|| async {
+                storm::shop::open_shopper(self.url(), ADMIN, 1_000_000_000)
+                    .await
+                    .expect("the rig's shopper")
+            })
+            .await
+    }
+
+    /// An HTTP client signed in as the rig's shopper, who owns every order of [`Rig::orders`].
+    pub async fn shopper_http(&self) -> reqwest::Client {
+        self.shopper().await.client.clone()
+    }
+
+    /// `count` orders of `amount` for the rig's shopper, placed through the merchant API.
     pub async fn orders(&self, count: usize, amount: i64) -> Vec<String> {
-        let account: Value = self
-            .http
-            .post(format!("{}/api/admin/accounts", self.url()))
-            .bearer_auth(ADMIN)
-            .json(&json!({"balance_cents": amount * count as i64 * 3, "currency": "EUR"}))
-            .send()
+        storm::shop::place_orders(self.url(), MERCHANT, self.shopper().await, count, amount)
             .await
-            .expect("sent")
-            .json()
-            .await
-            .expect("account");
-        let mut orders = Vec::new();
-        for _ in 0..count {
-            let order: Value = self
-                .http
-                .post(format!("{}/api/orders", self.url()))
-                .json(&json!({"account_id": account["account_id"], "amount_cents": amount, "currency": "EUR"}))
-                .send()
-                .await
-                .expect("sent")
-                .json()
-                .await
-                .expect("order");
-            orders.push(order["order_no"].as_str().expect("order_no").to_owned());
-        }
-        orders
+            .expect("orders placed")
     }
 
     /// One platform per backend URL, signing with the rig's secret; like real
