@@ -18,6 +18,7 @@ pub mod invariants;
 pub mod order_no;
 pub mod platform;
 pub mod routes;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

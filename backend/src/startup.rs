@@ -4,6 +4,7 @@ use crate::config::{Config, PlatformChoice};
 use crate::error::ApiError;
 use crate::platform::{Platform, dispatcher};
 use crate::routes;
+use crate::serve;
 use crate::state::AppState;
 use crate::tokens::TokenStore;
 use anyhow::Context;
@@ -26,6 +27,14 @@ use tower_http::trace::TraceLayer;
 
 /// Largest request body any endpoint reads (callbacks are held to this too).
 pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
+
+/// Time a connection has to deliver a complete request head (from its accept,
+/// or from the previous response on a kept-alive connection) before it is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once. When all are taken, new connections wait in the
+/// kernel's accept backlog until one closes (see [`crate::serve`]).
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// The migrations in `migrations/`, embedded at compile time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -132,8 +141,11 @@ impl Application {
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
-        let server =
-            axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal());
+        let limits = serve::Limits {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        };
+        let server = serve::serve(self.listener, self.router, limits, shutdown_signal());
         tokio::select! {
             result = server => result,
             () = dispatcher => Ok(()),

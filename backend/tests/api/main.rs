@@ -3,6 +3,7 @@
 
 mod admin;
 mod callbacks;
+mod connections;
 mod health;
 mod helpers;
 mod incident;
