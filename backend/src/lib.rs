@@ -21,5 +21,6 @@ pub mod routes;
 pub mod serve;
 pub mod startup;
 pub mod state;
+pub mod static_files;
 pub mod telemetry;
 pub mod tokens;

@@ -6,6 +6,7 @@ use crate::platform::{Platform, dispatcher};
 use crate::routes;
 use crate::serve;
 use crate::state::AppState;
+use crate::static_files;
 use crate::tokens::TokenStore;
 use anyhow::Context;
 use axum::Router;
@@ -21,7 +22,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
-use tower_http::services::{ServeDir, ServeFile};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -253,9 +253,9 @@ pub fn router(state: AppState, static_dir: Option<&Path>) -> Router {
         .nest("/api", routes::api(&state))
         .with_state(state);
     app = match static_dir {
-        // Client-side routes such as /pay/{order_no} get index.html with 200.
-        Some(dir) => app
-            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        // Files of the build output; client-side routes such as /pay/{order_no}
+        // get index.html with 200; dotfiles and symlinks out of `dir` are 404.
+        Some(dir) => app.fallback_service(static_files::service(dir)),
         None => app.fallback(|| async { ApiError::NotFound }),
     };
     app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

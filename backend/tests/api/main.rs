@@ -14,3 +14,4 @@ mod redis_outage;
 mod remote_platform;
 mod request_token;
 mod startup;
+mod static_files;
