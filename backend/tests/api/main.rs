@@ -2,6 +2,7 @@
 //! against real PostgreSQL (a fresh database per test) and real Redis.
 
 mod admin;
+mod callback_fuzz;
 mod callbacks;
 mod connections;
 mod health;
