@@ -7,7 +7,9 @@ use crate::web_security::{self, Csrf, SecurityHeaders};
 use crate::error::ApiError;
 use crate::platform::{Platform, dispatcher};
 use crate::routes;
+use crate::serve;
 use crate::state::AppState;
+use crate::static_files;
 use crate::tokens::TokenStore;
 use anyhow::Context;
 use axum::Router;
@@ -24,7 +26,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
-use tower_http::services::{ServeDir, ServeFile};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::SessionManagerLayer;
@@ -32,6 +33,14 @@ use tower_sessions_sqlx_store::PostgresStore;
 
 /// Largest request body any endpoint reads (callbacks are held to this too).
 pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
+
+/// Time a connection has to deliver a complete request head (from its accept,
+/// or from the previous response on a kept-alive connection) before it is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once. When all are taken, new connections wait in the
+/// kernel's accept backlog until one closes (see [`crate::serve`]).
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// The migrations in `migrations/`, embedded at compile time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -160,12 +169,11 @@ impl Application {
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
-        let server = axum::serve(
-            self.listener,
-            self.router
-                .into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown_signal());
+        let limits = serve::Limits {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        };
+        let server = serve::serve(self.listener, self.router, limits, shutdown_signal());
         tokio::select! {
             result = server => result,
             () = dispatcher => Ok(()),
@@ -283,9 +291,9 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .with_state(state);
     app = match static_dir {
-        // Client-side routes such as /pay/{order_no} get index.html with 200.
-        Some(dir) => app
-            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        // Files of the build output; client-side routes such as /pay/{order_no}
+        // get index.html with 200; dotfiles and symlinks out of `dir` are 404.
+        Some(dir) => app.fallback_service(static_files::service(dir)),
         None => app.fallback(|| async { ApiError::NotFound }),
     };
     app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -40,7 +40,17 @@ pub async fn receive(
         ApiError::SignatureInvalid(reason.to_string())
     })?;
 
-    let event: CallbackEvent = match serde_json::from_slice(&body) {
+    let parsed = serde_json::from_slice::<CallbackEvent>(&body)
+        .map_err(|err| err.to_string())
+        .and_then(|event| {
+            // PostgreSQL text cannot hold U+0000: refuse it here, as malformed, not with a 500.
+            if event.data.order_no.contains('\0') || event.data.payment_id.contains('\0') {
+                Err("order_no and payment_id must not contain U+0000".to_owned())
+            } else {
+                Ok(event)
+            }
+        });
+    let event = match parsed {
         Ok(event) => event,
         Err(err) => {
             // Signed by the platform, so worth a line in the delivery log for people.

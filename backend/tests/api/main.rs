@@ -2,7 +2,9 @@
 //! against real PostgreSQL (a fresh database per test) and real Redis.
 
 mod admin;
+mod callback_fuzz;
 mod callbacks;
+mod connections;
 mod health;
 mod helpers;
 mod incident;
@@ -13,3 +15,4 @@ mod redis_outage;
 mod remote_platform;
 mod request_token;
 mod startup;
+mod static_files;

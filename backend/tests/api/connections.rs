@@ -1,0 +1,235 @@
+//! The serve loop's limits, over real TCP: connections that never finish their
+//! headers are closed after the header-read timeout, the connection cap makes
+//! new connections wait instead of piling up, shutdown finishes requests in
+//! flight, and every request carries its peer address as `ConnectInfo`.
+
+use crate::helpers::spawn_app;
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::routing::get;
+use backend::serve::{Limits, serve};
+use backend::startup::HEADER_READ_TIMEOUT;
+use futures::future::join_all;
+use reqwest::StatusCode;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The start of a request head that never ends.
+const UNFINISHED_HEAD: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n";
+
+/// Reads until the server closes the stream (EOF or an error such as a reset);
+/// `None` if it is still open at `deadline`. Returns what was read before.
+async fn read_until_closed(stream: &mut TcpStream, deadline: Instant) -> Option<Vec<u8>> {
+    let mut received = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(received),
+            Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// One request over a fresh connection (no pooled connection to race a close).
+async fn healthz(address: &str) -> StatusCode {
+    reqwest::Client::new()
+        .get(format!("{address}/healthz"))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .expect("a normal request is answered")
+        .status()
+}
+
+#[tokio::test]
+async fn connections_that_never_finish_their_headers_are_closed_after_the_header_read_timeout() {
+    let app = spawn_app().await;
+    let addr = app.address.trim_start_matches("http://").to_owned();
+    let opened = Instant::now();
+    let mut streams = Vec::new();
+    for i in 0..20 {
+        let mut stream = TcpStream::connect(&addr).await.expect("connects");
+        // Most send half a head; some send nothing at all.
+        if i % 4 != 0 {
+            stream.write_all(UNFINISHED_HEAD).await.expect("writes");
+        }
+        streams.push(stream);
+    }
+
+    // Normal requests are answered all the while.
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    let address = app.address.clone();
+    let meanwhile: JoinHandle<u32> = tokio::spawn(async move {
+        let mut answered = 0;
+        loop {
+            assert_eq!(healthz(&address).await, StatusCode::OK);
+            answered += 1;
+            tokio::select! {
+                _ = &mut stop_rx => return answered,
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    });
+
+    let deadline = opened + HEADER_READ_TIMEOUT + Duration::from_secs(3);
+    let closed = join_all(
+        streams
+            .iter_mut()
+            .map(|stream| read_until_closed(stream, deadline)),
+    )
+    .await;
+    let elapsed = opened.elapsed();
+
+    for (i, received) in closed.iter().enumerate() {
+        let received = received
+            .as_ref()
+            .unwrap_or_else(|| panic!("connection {i} still open after {elapsed:?}"));
+        assert!(
+            received.is_empty(),
+            "connection {i} got an answer to an unfinished head: {:?}",
+            String::from_utf8_lossy(received)
+        );
+    }
+    assert!(
+        elapsed >= HEADER_READ_TIMEOUT,
+        "closed after {elapsed:?}, before the timeout"
+    );
+    let _ = stop_tx.send(());
+    let answered = meanwhile.await.expect("requests meanwhile all succeeded");
+    assert!(
+        answered >= 10,
+        "only {answered} requests answered meanwhile"
+    );
+    assert_eq!(healthz(&app.address).await, StatusCode::OK, "and after");
+}
+
+/// Starts [`serve`] on a fresh port with `router`; returns its address, the
+/// shutdown trigger and the serve task.
+async fn start(
+    router: Router,
+    limits: Limits,
+) -> (
+    SocketAddr,
+    oneshot::Sender<()>,
+    JoinHandle<std::io::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let addr = listener.local_addr().expect("bound");
+    let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, router, limits, async {
+        let _ = shutdown_rx.await;
+    }));
+    (addr, shutdown_tx, server)
+}
+
+const RELAXED: Limits = Limits {
+    header_read_timeout: Duration::from_secs(60),
+    max_connections: 64,
+};
+
+/// Sends one complete `GET path` that closes the connection; returns the whole answer.
+async fn raw_get(stream: &mut TcpStream, path: &str) -> String {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("writes");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("reads");
+    String::from_utf8(answer).expect("text answer")
+}
+
+#[tokio::test]
+async fn every_request_carries_the_peer_address_as_connect_info() {
+    let router = Router::new().route(
+        "/peer",
+        get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { format!("peer={peer}") }),
+    );
+    let (addr, _shutdown, _server) = start(router, RELAXED).await;
+
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        let local = stream.local_addr().expect("local address");
+        let answer = raw_get(&mut stream, "/peer").await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with(&format!("peer={local}")), "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn when_every_connection_slot_is_taken_a_new_connection_waits_until_one_frees() {
+    let router = Router::new().route("/", get(|| async { "served" }));
+    let limits = Limits {
+        max_connections: 2,
+        ..RELAXED
+    };
+    let (addr, _shutdown, _server) = start(router, limits).await;
+    let first = TcpStream::connect(addr).await.expect("connects");
+    let _second = TcpStream::connect(addr).await.expect("connects");
+
+    // The kernel completes the handshake, but the server does not accept it yet.
+    let mut third = TcpStream::connect(addr).await.expect("connects");
+    third
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("writes");
+    let mut buf = [0u8; 256];
+    let early = tokio::time::timeout(Duration::from_millis(700), third.read(&mut buf)).await;
+    assert!(
+        early.is_err(),
+        "answered while both slots were taken: {early:?}"
+    );
+
+    drop(first);
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), third.read_to_end(&mut answer))
+        .await
+        .expect("answered once a slot freed")
+        .expect("reads");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("served"), "{answer}");
+}
+
+#[tokio::test]
+async fn shutdown_finishes_requests_in_flight_then_stops_accepting() {
+    let router = Router::new().route(
+        "/slow",
+        get(|| async {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            "finished"
+        }),
+    );
+    let (addr, shutdown, server) = start(router, RELAXED).await;
+    // An idle connection must not hold the shutdown up.
+    let mut idle = TcpStream::connect(addr).await.expect("connects");
+    let in_flight = tokio::spawn(async move {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        raw_get(&mut stream, "/slow").await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    shutdown.send(()).expect("server still running");
+
+    let answer = in_flight.await.expect("request task");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("finished"), "{answer}");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("serve returns once the request finished")
+        .expect("serve task")
+        .expect("serve ends without error");
+    assert!(
+        read_until_closed(&mut idle, Instant::now() + Duration::from_secs(1))
+            .await
+            .is_some(),
+        "the idle connection is closed"
+    );
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer listening"
+    );
+}
