@@ -317,10 +317,21 @@ mod tests {
 
     #[test]
     fn the_public_origin_must_be_an_origin() {
-        for good in ["http://127.0.0.1:3000", "https://pay.example.com", "http://[::1]:8080"] {
+        for good in [
+            "http://127.0.0.1:3000",
+            "https://pay.example.com",
+            "http://[::1]:8080",
+        ] {
             assert!(is_origin(good), "{good}");
         }
-        for bad in ["", "127.0.0.1:3000", "https://pay.example.com/", "https://a.b/c", "ftp://x", "https://"] {
+        for bad in [
+            "",
+            "127.0.0.1:3000",
+            "https://pay.example.com/",
+            "https://a.b/c",
+            "ftp://x",
+            "https://",
+        ] {
             assert!(!is_origin(bad), "{bad}");
             let config = Config {
                 platform: Some(PlatformKind::Remote),
@@ -329,7 +340,10 @@ mod tests {
                 public_origin: bad.into(),
                 ..Config::default()
             };
-            assert_eq!(config.settle().err(), Some(ConfigError::BadPublicOrigin(bad.into())));
+            assert_eq!(
+                config.settle().err(),
+                Some(ConfigError::BadPublicOrigin(bad.into()))
+            );
         }
     }
 
@@ -342,7 +356,10 @@ mod tests {
             merchant_api_key: Some(SecretString::from("")),
             ..Config::default()
         };
-        assert_eq!(config.settle().err(), Some(ConfigError::ShortMerchantKey(0)));
+        assert_eq!(
+            config.settle().err(),
+            Some(ConfigError::ShortMerchantKey(0))
+        );
     }
 
     fn strong_secret() -> SecretString {

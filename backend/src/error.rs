@@ -39,7 +39,9 @@ pub enum ApiError {
         retry_after_secs: u64,
     },
     /// The idempotency key was used with another request.
-    #[error("this Idempotency-Key was used with a different request; make a new key for a new order")]
+    #[error(
+        "this Idempotency-Key was used with a different request; make a new key for a new order"
+    )]
     IdempotencyKeyReused,
     /// The first request with the idempotency key is still running.
     #[error("a request with this Idempotency-Key is still being processed; retry shortly")]

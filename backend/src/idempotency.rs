@@ -97,8 +97,14 @@ pub async fn begin(
     match store::find(&mut tx, scope, key.as_str()).await? {
         None => Ok(Begun::Fresh(tx)),
         Some(stored) if stored.request_fingerprint == fingerprint => {
-            tracing::info!(scope, "replaying the answer of an earlier request with this Idempotency-Key");
-            Ok(Begun::Replay(replay(stored.response_status, stored.response_body)))
+            tracing::info!(
+                scope,
+                "replaying the answer of an earlier request with this Idempotency-Key"
+            );
+            Ok(Begun::Replay(replay(
+                stored.response_status,
+                stored.response_body,
+            )))
         }
         Some(_) => Err(ApiError::IdempotencyKeyReused),
     }
@@ -139,7 +145,13 @@ mod tests {
     #[test]
     fn keys_are_visible_ascii_of_sensible_length() {
         assert!(IdempotencyKey::parse("0b9f2c52-6f0e-4b8e-9a4c-8d2b1f0e6a11").is_ok());
-        for bad in ["", "has space", "tab\t", "é", &"k".repeat(MAX_KEY_CHARS + 1)] {
+        for bad in [
+            "",
+            "has space",
+            "tab\t",
+            "é",
+            &"k".repeat(MAX_KEY_CHARS + 1),
+        ] {
             assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -149,6 +161,9 @@ mod tests {
         let a = fingerprint(&serde_json::json!({"sku": "a", "quantity": 1})).expect("fp");
         let b = fingerprint(&serde_json::json!({"sku": "a", "quantity": 2})).expect("fp");
         assert_ne!(a, b);
-        assert_eq!(a, fingerprint(&serde_json::json!({"sku": "a", "quantity": 1})).expect("fp"));
+        assert_eq!(
+            a,
+            fingerprint(&serde_json::json!({"sku": "a", "quantity": 1})).expect("fp")
+        );
     }
 }

@@ -227,7 +227,10 @@ mod tests {
         assert!(limiter.record_failure(&"a").is_ok());
         assert!(limiter.record_failure(&"a").is_ok());
         assert!(limiter.record_failure(&"a").is_err());
-        assert!(limiter.check(&"a").is_err(), "blocked before the credential is looked at");
+        assert!(
+            limiter.check(&"a").is_err(),
+            "blocked before the credential is looked at"
+        );
         assert!(limiter.check(&"b").is_ok());
     }
 }

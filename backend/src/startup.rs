@@ -2,20 +2,20 @@
 
 use crate::auth::session;
 use crate::config::{Config, PlatformChoice, PlatformKind};
-use crate::limits::Limits;
-use crate::web_security::{self, Csrf, SecurityHeaders};
 use crate::error::ApiError;
+use crate::limits::Limits;
 use crate::platform::{Platform, dispatcher};
 use crate::routes;
 use crate::serve;
 use crate::state::AppState;
 use crate::static_files;
 use crate::tokens::TokenStore;
+use crate::web_security::{self, Csrf, SecurityHeaders};
 use anyhow::Context;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::middleware;
 use axum::http::{StatusCode, header};
+use axum::middleware;
 use axum::routing::get;
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::PgPoolOptions;

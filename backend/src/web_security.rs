@@ -56,7 +56,11 @@ impl Csrf {
     }
 
     fn check_origin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        let text = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+        let text = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+        };
         match text("sec-fetch-site") {
             Some("same-origin" | "none") => return Ok(()),
             Some(_) => {
@@ -132,7 +136,8 @@ pub struct SecurityHeaders {
 }
 
 /// The policy of `/api/*` answers: JSON, never a document that runs anything.
-const API_CSP: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const API_CSP: &str =
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 impl SecurityHeaders {
     /// Headers for a page built into `static_dir` (its `index.html` inline
@@ -164,7 +169,9 @@ pub fn inline_script_hashes(html: &str) -> Vec<String> {
     let mut rest = html;
     while let Some(start) = rest.find("<script") {
         let after = &rest[start..];
-        let Some(open_end) = after.find('>') else { break };
+        let Some(open_end) = after.find('>') else {
+            break;
+        };
         let tag = &after[..open_end];
         let body_and_rest = &after[open_end + 1..];
         let Some(close) = body_and_rest.find("</script>") else {
@@ -195,7 +202,10 @@ pub async fn security_headers(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    out.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    out.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     out.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if api {
         out.insert(
@@ -247,11 +257,18 @@ mod tests {
         for pairs in [
             vec![json, ("sec-fetch-site", "same-origin")],
             vec![json, ("origin", "http://127.0.0.1:3000")],
-            vec![json, ("origin", "http://localhost:3000"), ("host", "localhost:3000")],
+            vec![
+                json,
+                ("origin", "http://localhost:3000"),
+                ("host", "localhost:3000"),
+            ],
             vec![json],
             vec![],
         ] {
-            assert!(csrf.check(&Method::POST, &headers(&pairs)).is_ok(), "{pairs:?}");
+            assert!(
+                csrf.check(&Method::POST, &headers(&pairs)).is_ok(),
+                "{pairs:?}"
+            );
         }
     }
 
@@ -266,7 +283,10 @@ mod tests {
             vec![json, ("origin", "null")],
         ] {
             assert!(
-                matches!(csrf.check(&Method::POST, &headers(&pairs)), Err(ApiError::CsrfRejected(_))),
+                matches!(
+                    csrf.check(&Method::POST, &headers(&pairs)),
+                    Err(ApiError::CsrfRejected(_))
+                ),
                 "{pairs:?}"
             );
         }
@@ -276,10 +296,16 @@ mod tests {
             vec![("content-length", "5")],
         ] {
             assert!(
-                matches!(csrf.check(&Method::DELETE, &headers(&pairs)), Err(ApiError::UnsupportedMediaType)),
+                matches!(
+                    csrf.check(&Method::DELETE, &headers(&pairs)),
+                    Err(ApiError::UnsupportedMediaType)
+                ),
                 "{pairs:?}"
             );
         }
-        assert!(csrf.check(&Method::GET, &headers(&[("sec-fetch-site", "cross-site")])).is_ok());
+        assert!(
+            csrf.check(&Method::GET, &headers(&[("sec-fetch-site", "cross-site")]))
+                .is_ok()
+        );
     }
 }

@@ -88,11 +88,17 @@ mod tests {
         let hashed = hash(SecretString::from("correct horse battery"))
             .await
             .expect("hashes");
-        assert!(hashed.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hashed}");
         assert!(
-            verify(SecretString::from("correct horse battery"), Some(hashed.clone()))
-                .await
-                .expect("verifies")
+            hashed.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hashed}"
+        );
+        assert!(
+            verify(
+                SecretString::from("correct horse battery"),
+                Some(hashed.clone())
+            )
+            .await
+            .expect("verifies")
         );
         assert!(
             !verify(SecretString::from("correct horse batterY"), Some(hashed))

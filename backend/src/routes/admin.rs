@@ -48,9 +48,12 @@ pub async fn create_shopper(
     let at = email.find('@');
     if email.len() > 254
         || email.chars().any(char::is_whitespace)
-        || !at.is_some_and(|at| at > 0 && at + 1 < email.len() && email[at + 1..].find('@').is_none())
+        || !at
+            .is_some_and(|at| at > 0 && at + 1 < email.len() && email[at + 1..].find('@').is_none())
     {
-        return Err(ApiError::BadRequest("email must look like name@example.com".into()));
+        return Err(ApiError::BadRequest(
+            "email must look like name@example.com".into(),
+        ));
     }
     passwords::check_new(&body.password)?;
     if body.balance_cents < 0 {
@@ -67,15 +70,16 @@ pub async fn create_shopper(
         balance_cents: body.balance_cents,
         currency: body.currency,
     };
-    let (shopper_id, account_id) = shoppers::insert_with_account(&mut tx, new)
-        .await
-    .map_err(|err| {
-        if db::is_unique_violation(&err, shoppers::EMAIL_UNIQUE) {
-            ApiError::EmailTaken
-        } else {
-            err.into()
-        }
-    })?;
+    let (shopper_id, account_id) =
+        shoppers::insert_with_account(&mut tx, new)
+            .await
+            .map_err(|err| {
+                if db::is_unique_violation(&err, shoppers::EMAIL_UNIQUE) {
+                    ApiError::EmailTaken
+                } else {
+                    err.into()
+                }
+            })?;
     tx.commit().await?;
     tracing::info!(%shopper_id, %account_id, balance_cents = body.balance_cents, currency = %body.currency, "shopper created");
     Ok((
@@ -101,12 +105,15 @@ pub async fn put_product(
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !valid_sku {
         return Err(ApiError::BadRequest(
-            "sku must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit".into(),
+            "sku must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                .into(),
         ));
     }
     let name = body.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
-        return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
+        return Err(ApiError::BadRequest(
+            "name must be 1 to 200 characters".into(),
+        ));
     }
     if body.price_cents <= 0 {
         return Err(ApiError::BadRequest("price_cents must be positive".into()));

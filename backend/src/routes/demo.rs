@@ -26,7 +26,11 @@ pub const DEMO_PRODUCTS: [(&str, &str, i64); 4] = [
     ("coffee-beans", "Coffee beans, 1 kg", 2_450),
     ("teapot", "Cast-iron teapot", 4_990),
     ("mug", "Stoneware mug", 1_250),
-    ("declined-demo", "Gift card (the sandbox declines it)", 1_013),
+    (
+        "declined-demo",
+        "Gift card (the sandbox declines it)",
+        1_013,
+    ),
 ];
 
 /// Outside demo mode: removes the demo catalogue (demo shoppers stay in the
@@ -34,7 +38,10 @@ pub const DEMO_PRODUCTS: [(&str, &str, i64); 4] = [
 pub async fn remove(db: &sqlx::PgPool) -> sqlx::Result<()> {
     let removed = products::delete_demo(db).await?;
     if removed > 0 {
-        tracing::info!(products = removed, "demo mode is off: removed the demo catalogue");
+        tracing::info!(
+            products = removed,
+            "demo mode is off: removed the demo catalogue"
+        );
     }
     Ok(())
 }
@@ -73,8 +80,7 @@ pub async fn seed_shoppers(db: &sqlx::PgPool) -> anyhow::Result<Vec<DemoShopper>
                 balance_cents: DEMO_OPENING_BALANCE_CENTS,
                 currency: DEMO_CURRENCY,
             };
-            match shoppers::insert_with_account(&mut tx, new).await
-            {
+            match shoppers::insert_with_account(&mut tx, new).await {
                 Ok(_) => tx.commit().await?,
                 // Another instance seeded it at the same moment.
                 Err(err) if db::is_unique_violation(&err, shoppers::EMAIL_UNIQUE) => {}

@@ -52,10 +52,7 @@ pub fn api(
             merchant::require_merchant_key,
         ));
     let shopper = Router::new()
-        .route(
-            "/session",
-            post(session::sign_in).delete(session::sign_out),
-        )
+        .route("/session", post(session::sign_in).delete(session::sign_out))
         .route("/me", get(session::me))
         .route(
             "/orders",

@@ -1,7 +1,7 @@
 //! `/api/session` (sign in, sign out) and `/api/me`.
 
-use crate::auth::{passwords, session};
 use crate::auth::session::SignedIn;
+use crate::auth::{passwords, session};
 use crate::db::shoppers;
 use crate::error::ApiError;
 use crate::extract::{AppJson, ClientIp};

@@ -1,5 +1,6 @@
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with, success_body,
+    ADMIN_TOKEN, PASSWORD, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with,
+    success_body,
 };
 use api_types::api::AccountDetails;
 use api_types::{AnomalyKind, CallbackOutcome, LedgerKind};
@@ -21,12 +22,16 @@ async fn create_shopper_returns_201_with_the_shopper_and_their_account() {
             .expect("account row");
     assert_eq!(owner, account.shopper_id);
     assert_eq!(currency, "EUR");
-    let hash: String = sqlx::query_scalar("SELECT password_hash FROM shoppers WHERE shopper_id = $1")
-        .bind(account.shopper_id)
-        .fetch_one(&app.db)
-        .await
-        .expect("shopper row");
-    assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
+    let hash: String =
+        sqlx::query_scalar("SELECT password_hash FROM shoppers WHERE shopper_id = $1")
+            .bind(account.shopper_id)
+            .fetch_one(&app.db)
+            .await
+            .expect("shopper row");
+    assert!(
+        hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{hash}"
+    );
     assert!(!hash.contains(PASSWORD));
 }
 
@@ -88,7 +93,10 @@ async fn create_shopper_rejects_bad_input_with_400_and_creates_nothing() {
         body
     };
     let mut without_email = good.clone();
-    without_email.as_object_mut().expect("object").remove("email");
+    without_email
+        .as_object_mut()
+        .expect("object")
+        .remove("email");
     for body in [
         with("balance_cents", json!(-1)),
         with("balance_cents", json!(1.5)),
@@ -112,7 +120,10 @@ async fn create_shopper_rejects_bad_input_with_400_and_creates_nothing() {
 #[tokio::test]
 async fn an_email_is_taken_whatever_its_case() {
     let app = spawn_app().await;
-    assert_eq!(app.post_shopper(&shopper_body()).await.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.post_shopper(&shopper_body()).await.status(),
+        StatusCode::CREATED
+    );
     let mut again = shopper_body();
     again["email"] = json!("KIM@Shop.Test");
 

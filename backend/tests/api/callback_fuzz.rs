@@ -550,6 +550,7 @@ fn signed_arbitrary_bodies_never_get_a_5xx_and_keep_the_invariants() {
 /// charge transaction with a 500, which a platform retries forever. It is
 /// refused as a malformed body (400, logged as a delivery). Found by
 /// [`signed_arbitrary_bodies_never_get_a_5xx_and_keep_the_invariants`].
+#[tokio::test]
 async fn a_signed_callback_with_a_nul_in_a_string_is_refused_not_a_500() {
     let app = spawn_app().await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;

@@ -205,7 +205,10 @@ impl TestApp {
     /// Signs `client` in as the shopper of `account`.
     pub async fn sign_in_as(&self, client: &reqwest::Client, account: &Account) {
         let response = self
-            .post_session(client, &json!({"email": account.email, "password": PASSWORD}))
+            .post_session(
+                client,
+                &json!({"email": account.email, "password": PASSWORD}),
+            )
             .await;
         assert_eq!(response.status(), StatusCode::OK);
     }
@@ -276,6 +279,15 @@ impl TestApp {
         let account = self.create_account(balance, "EUR").await;
         let order = self.create_order(&account, amount).await;
         (account, order)
+    }
+
+    /// `GET` of any path, with [`TestApp::http`].
+    pub async fn get(&self, path: &str) -> Response {
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
     }
 
     /// `GET /api/orders/{order_no}`.

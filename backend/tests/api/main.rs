@@ -2,17 +2,22 @@
 //! against real PostgreSQL (a fresh database per test) and real Redis.
 
 mod admin;
+mod browser_defences;
 mod callback_fuzz;
 mod callbacks;
 mod connections;
 mod health;
 mod helpers;
+mod idempotency;
 mod incident;
+mod limits;
 mod logs;
 mod orders;
+mod ownership;
 mod pay;
 mod redis_outage;
 mod remote_platform;
 mod request_token;
+mod sessions;
 mod startup;
 mod static_files;

@@ -65,13 +65,41 @@ async fn create_order_rejects_bad_input_and_changes_nothing() {
     app.put_product("dollar-mug", "Mug", 1_250, "USD").await;
     let before = app.snapshot().await;
     let cases = [
-        (json!({"sku": "mug", "quantity": 0}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"sku": "mug", "quantity": 101}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"sku": "mug", "quantity": -1}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"sku": "mug", "quantity": 1.5}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"sku": "mug"}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"quantity": 1}), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
-        (json!({"sku": "nope", "quantity": 1}), StatusCode::NOT_FOUND, "PRODUCT_NOT_FOUND"),
+        (
+            json!({"sku": "mug", "quantity": 0}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"sku": "mug", "quantity": 101}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"sku": "mug", "quantity": -1}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"sku": "mug", "quantity": 1.5}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"sku": "mug"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"quantity": 1}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
+            json!({"sku": "nope", "quantity": 1}),
+            StatusCode::NOT_FOUND,
+            "PRODUCT_NOT_FOUND",
+        ),
         (
             json!({"sku": "dollar-mug", "quantity": 1}),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -135,7 +163,10 @@ async fn the_platform_endpoint_says_the_sandbox_is_a_sandbox() {
 
     assert_eq!(response.status(), StatusCode::OK);
     let body: serde_json::Value = response.json().await.expect("json");
-    assert_eq!(body, json!({"platform": "sandbox", "sandbox": true, "demo_shoppers": []}));
+    assert_eq!(
+        body,
+        json!({"platform": "sandbox", "sandbox": true, "demo_shoppers": []})
+    );
 }
 
 #[tokio::test]

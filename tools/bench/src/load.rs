@@ -230,7 +230,11 @@ async fn work(
     start: Instant,
     deadline: Instant,
 ) -> WorkerTally {
-    let operations = if matches!(job, Job::PayNow { .. }) { 3 } else { 1 };
+    let operations = if matches!(job, Job::PayNow { .. }) {
+        3
+    } else {
+        1
+    };
     let mut tally = WorkerTally {
         latencies: vec![Vec::with_capacity(4096); operations],
         ..WorkerTally::default()

@@ -15,7 +15,11 @@ pub struct Shopper {
 }
 
 /// Creates a shopper holding `balance_cents` EUR through the admin API and signs them in.
-pub async fn open_shopper(url: &str, admin_token: &str, balance_cents: i64) -> anyhow::Result<Shopper> {
+pub async fn open_shopper(
+    url: &str,
+    admin_token: &str,
+    balance_cents: i64,
+) -> anyhow::Result<Shopper> {
     let client = reqwest::Client::builder()
         .cookie_store(true)
         .timeout(std::time::Duration::from_secs(10))
@@ -73,7 +77,12 @@ pub async fn place_orders(
             .context("cannot place an order (is MERCHANT_API_KEY right?)")?
             .json()
             .await?;
-        orders.push(order["order_no"].as_str().context("no order_no")?.to_owned());
+        orders.push(
+            order["order_no"]
+                .as_str()
+                .context("no order_no")?
+                .to_owned(),
+        );
     }
     Ok(orders)
 }

@@ -42,9 +42,18 @@ impl Bench {
             ),
             (backend::env::RUST_LOG.to_owned(), "warn".to_owned()),
             // One bench shopper pays far faster than any person: no rate limits.
-            (backend::env::RATE_LIMIT_ORDERS_PER_SHOPPER.to_owned(), "0".to_owned()),
-            (backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.to_owned(), "0".to_owned()),
-            (backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.to_owned(), "0".to_owned()),
+            (
+                backend::env::RATE_LIMIT_ORDERS_PER_SHOPPER.to_owned(),
+                "0".to_owned(),
+            ),
+            (
+                backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.to_owned(),
+                "0".to_owned(),
+            ),
+            (
+                backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.to_owned(),
+                "0".to_owned(),
+            ),
             (
                 backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
                 callback_delay_ms.to_string(),

@@ -9,10 +9,10 @@ use super::windows::Side;
 use super::{Bench, say};
 use crate::load::Job;
 use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, ORDER_PREFIX};
-use anyhow::Context;
-use hyper::header::HeaderValue;
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
+use anyhow::Context;
+use hyper::header::HeaderValue;
 use std::net::SocketAddr;
 
 /// Sandbox callback delay for the pay-now phase: an hour, so no callback lands while measuring.
@@ -123,10 +123,7 @@ async fn sign_in(addr: SocketAddr) -> anyhow::Result<HeaderValue> {
         .await?
         .error_for_status()
         .context("the bench shopper cannot sign in")?;
-    let cookie = response
-        .cookies()
-        .next()
-        .context("sign-in set no cookie")?;
+    let cookie = response.cookies().next().context("sign-in set no cookie")?;
     Ok(HeaderValue::from_str(&format!(
         "{}={}",
         cookie.name(),

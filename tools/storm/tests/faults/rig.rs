@@ -107,10 +107,19 @@ impl Rig {
                 ),
                 (backend::env::WEBHOOK_SECRET.to_owned(), secret.clone()),
                 (backend::env::ADMIN_TOKEN.to_owned(), ADMIN.to_owned()),
-                (backend::env::MERCHANT_API_KEY.to_owned(), MERCHANT.to_owned()),
+                (
+                    backend::env::MERCHANT_API_KEY.to_owned(),
+                    MERCHANT.to_owned(),
+                ),
                 // One shopper pays every order of a test, faster than any person.
-                (backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.to_owned(), "0".to_owned()),
-                (backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.to_owned(), "0".to_owned()),
+                (
+                    backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.to_owned(),
+                    "0".to_owned(),
+                ),
+                (
+                    backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.to_owned(),
+                    "0".to_owned(),
+                ),
                 (
                     backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
                     "100".to_owned(),

@@ -1,0 +1,187 @@
+//! Rate limits: repeated wrong passwords and wrong admin tokens get 429 with
+//! Retry-After (and a right one is no way around it while blocked); per-shopper
+//! limits on tokens, pays and orders; callbacks are never limited.
+
+use crate::helpers::{
+    ADMIN_TOKEN, PASSWORD, browser_client, error_code, new_callback_id, spawn_app, spawn_app_with,
+    success_body,
+};
+use backend::limits::LimitsConfig;
+use reqwest::StatusCode;
+use serde_json::json;
+
+fn retry_after(response: &reqwest::Response) -> u64 {
+    response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("a Retry-After in seconds")
+}
+
+#[tokio::test]
+async fn repeated_wrong_passwords_get_429_with_retry_after_even_for_the_right_one_then() {
+    let app = spawn_app().await;
+    let account = app.create_shopper(1_000, "EUR").await;
+    let client = browser_client();
+    let wrong = json!({"email": account.email, "password": "not-the-password"});
+    let mut statuses = Vec::new();
+    let mut limited = None;
+
+    for _ in 0..(LimitsConfig::default().signin_failures_per_email + 3) {
+        let response = app.post_session(&client, &wrong).await;
+        statuses.push(response.status().as_u16());
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            limited = Some(response);
+        }
+    }
+
+    let limited = limited.unwrap_or_else(|| panic!("never limited: {statuses:?}"));
+    assert!((1..=60).contains(&retry_after(&limited)));
+    assert_eq!(error_code(limited).await, "RATE_LIMITED");
+    assert!(statuses.starts_with(&[401; 5]), "{statuses:?}");
+    let right = app
+        .post_session(
+            &client,
+            &json!({"email": account.email, "password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(
+        right.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "blocked means blocked"
+    );
+    assert!(right.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn wrong_passwords_for_many_emails_from_one_ip_get_429() {
+    let app = spawn_app_with(|c| c.limits.signin_failures_per_ip = 4).await;
+    let client = browser_client();
+    let mut statuses = Vec::new();
+
+    for n in 0..8 {
+        let response = app
+            .post_session(
+                &client,
+                &json!({"email": format!("guess{n}@shop.test"), "password": "x-password-guess"}),
+            )
+            .await;
+        statuses.push(response.status().as_u16());
+    }
+
+    assert_eq!(&statuses[..4], &[401; 4], "{statuses:?}");
+    assert!(statuses[4..].iter().all(|s| *s == 429), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn wrong_admin_tokens_get_429_with_retry_after_and_create_nothing() {
+    let app = spawn_app().await;
+    let before = app.snapshot().await;
+    let mut statuses = Vec::new();
+    let mut last = None;
+
+    for _ in 0..30 {
+        let response = app
+            .http
+            .post(app.url("/api/admin/shoppers"))
+            .bearer_auth("a-wrong-admin-token-guess-0000000")
+            .json(&json!({"email": "x@shop.test", "password": "long-enough-password", "balance_cents": 1, "currency": "EUR"}))
+            .send()
+            .await
+            .expect("sent");
+        statuses.push(response.status().as_u16());
+        last = Some(response);
+    }
+
+    let last = last.expect("answers");
+    assert_eq!(last.status(), StatusCode::TOO_MANY_REQUESTS, "{statuses:?}");
+    assert!(retry_after(&last) >= 1);
+    assert_eq!(error_code(last).await, "RATE_LIMITED");
+    assert_eq!(&statuses[..10], &[401; 10]);
+    let right = app
+        .http
+        .get(app.url("/api/admin/anomalies"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        right.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "the IP is blocked"
+    );
+    assert_eq!(app.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn a_shopper_taking_too_many_tokens_or_paying_too_often_gets_429() {
+    let app = spawn_app_with(|c| {
+        c.limits.tokens_per_shopper = 3;
+        c.limits.pays_per_shopper = 2;
+        c.limits.orders_per_shopper = 2;
+    })
+    .await;
+    let (_, order) = app.account_with_order(100_000, 1_000).await;
+    app.put_product("mug", "Mug", 1_250, "EUR").await;
+
+    let mut tokens = Vec::new();
+    for _ in 0..4 {
+        tokens.push(
+            app.post_request_token(&order.order_no)
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    let mut pays = Vec::new();
+    for _ in 0..3 {
+        pays.push(
+            app.pay(&order.order_no, uuid::Uuid::new_v4())
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    let mut orders = Vec::new();
+    for _ in 0..3 {
+        orders.push(
+            app.post_order(&json!({"sku": "mug", "quantity": 1}))
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+
+    assert_eq!(tokens, [201, 201, 201, 429]);
+    assert_eq!(pays, [409, 409, 429]);
+    assert_eq!(orders, [201, 201, 429]);
+    // Another shopper is not held back by the first one's limit.
+    let other = app.create_account(100_000, "EUR").await;
+    let theirs = app.create_order(&other, 500).await;
+    assert_eq!(
+        app.post_request_token(&theirs.order_no).await.status(),
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn callbacks_are_never_rate_limited() {
+    let app = spawn_app().await;
+    let (_, order) = app.account_with_order(10_000, 1_000).await;
+    let body = success_body(&order);
+
+    // Far more wrong signatures than any failure limit.
+    for _ in 0..60 {
+        let response = app
+            .post_callback_with_headers(&body, &new_callback_id(), "1", "v1,AAAA")
+            .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    let id = new_callback_id();
+    for _ in 0..60 {
+        let response = app.post_callback(&id, &body).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    assert_eq!(app.count("payment_ledger").await, 1);
+}

@@ -1,0 +1,323 @@
+//! Sign-in, sign-out and sessions: the cookie's attributes, one answer for a
+//! wrong email and a wrong password, sessions dead on the server after
+//! sign-out, and no session fixation.
+
+use crate::helpers::{PASSWORD, browser_client, error_code, spawn_app, spawn_app_with};
+use api_types::api::{Me, SessionInfo};
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn session_cookie(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("checkout_session="))
+        .expect("a session cookie")
+        .to_owned()
+}
+
+fn cookie_value(set_cookie: &str) -> &str {
+    set_cookie
+        .split(';')
+        .next()
+        .and_then(|pair| pair.split_once('='))
+        .map(|(_, value)| value)
+        .expect("name=value")
+}
+
+#[tokio::test]
+async fn sign_in_sets_an_http_only_lax_cookie_and_me_shows_the_shopper_and_their_accounts() {
+    let app = spawn_app().await;
+    let account = app.create_shopper(7_000, "EUR").await;
+    let client = browser_client();
+
+    let response = app
+        .post_session(
+            &client,
+            &json!({"email": account.email.to_uppercase(), "password": PASSWORD}),
+        )
+        .await;
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = session_cookie(&response);
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(attribute), "{attribute} missing: {cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "no Secure without COOKIE_SECURE: {cookie}"
+    );
+    let info: SessionInfo = response.json().await.expect("json");
+    assert_eq!(info.shopper_id, account.shopper_id);
+    assert_eq!(info.email, account.email);
+
+    let me: Me = client
+        .get(app.url("/api/me"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(me.shopper_id, account.shopper_id);
+    assert_eq!(me.accounts.len(), 1);
+    assert_eq!(me.accounts[0].account_id, account.account_id);
+    assert_eq!(me.accounts[0].balance_cents, 7_000);
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_with_cookie_secure_and_answers_carry_hsts() {
+    let app = spawn_app_with(|c| c.cookie_secure = true).await;
+    let account = app.create_shopper(1_000, "EUR").await;
+
+    let response = app
+        .post_session(
+            &browser_client(),
+            &json!({"email": account.email, "password": PASSWORD}),
+        )
+        .await;
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(session_cookie(&response).contains("Secure"));
+    assert!(
+        response
+            .headers()
+            .get("strict-transport-security")
+            .is_some_and(|v| v.to_str().unwrap_or_default().contains("max-age=")),
+        "HSTS with COOKIE_SECURE"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_email_get_the_same_answer_in_similar_time() {
+    let app = spawn_app().await;
+    let account = app.create_shopper(1_000, "EUR").await;
+    let client = browser_client();
+    let mut timings = [Duration::ZERO; 2];
+    let mut bodies = Vec::new();
+
+    for round in 0..4 {
+        for (i, email) in [account.email.as_str(), "nobody@shop.test"]
+            .iter()
+            .enumerate()
+        {
+            let started = Instant::now();
+            let response = app
+                .post_session(
+                    &client,
+                    &json!({"email": email, "password": "wrong-password-1"}),
+                )
+                .await;
+            let took = started.elapsed();
+            if round > 0 {
+                timings[i] += took;
+            }
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+            assert!(response.headers().get("set-cookie").is_none());
+            let body: serde_json::Value = response.json().await.expect("json");
+            bodies.push(body);
+        }
+    }
+
+    assert!(
+        bodies.iter().all(|b| b == &bodies[0]),
+        "one answer: {bodies:?}"
+    );
+    assert_eq!(bodies[0]["error"]["code"], "INVALID_CREDENTIALS");
+    let (known, unknown) = (timings[0].as_secs_f64(), timings[1].as_secs_f64());
+    let ratio = known / unknown;
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "a wrong password took {known:.3} s, an unknown email {unknown:.3} s"
+    );
+}
+
+#[tokio::test]
+async fn after_sign_out_the_old_cookie_is_dead_on_the_server() {
+    let app = spawn_app().await;
+    let (_, order) = app.account_with_order(10_000, 1_000).await;
+    let cookie = app.http.get(app.url("/api/me")).send().await.expect("sent");
+    assert_eq!(cookie.status(), StatusCode::OK);
+    // The session id as a browser would replay it, copied before signing out.
+    let copied: String = sqlx::query_scalar("SELECT id FROM tower_sessions.session LIMIT 1")
+        .fetch_one(&app.db)
+        .await
+        .expect("a session row");
+
+    let out = app
+        .http
+        .delete(app.url("/api/session"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(out.status(), StatusCode::NO_CONTENT);
+
+    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM tower_sessions.session")
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(sessions, 0, "the session row is gone");
+    let replay = reqwest::Client::new()
+        .get(app.url(&format!("/api/orders/{}", order.order_no)))
+        .header("cookie", format!("checkout_session={copied}"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(replay.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(replay).await, "UNAUTHENTICATED");
+    let me = app.http.get(app.url("/api/me")).send().await.expect("sent");
+    assert_eq!(me.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_cookie_planted_before_sign_in_is_not_the_session_after_it() {
+    let app = spawn_app().await;
+    let account = app.create_shopper(1_000, "EUR").await;
+    let client = browser_client();
+    // A first, wrong sign-in gives no cookie; plant one as an attacker would.
+    let planted = "AAAAAAAAAAAAAAAAAAAAAA";
+    let response = client
+        .post(app.url("/api/session"))
+        .header("cookie", format!("checkout_session={planted}"))
+        .json(&json!({"email": account.email, "password": PASSWORD}))
+        .send()
+        .await
+        .expect("sent");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let issued = session_cookie(&response);
+    assert_ne!(cookie_value(&issued), planted);
+    let planted_works = reqwest::Client::new()
+        .get(app.url("/api/me"))
+        .header("cookie", format!("checkout_session={planted}"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(planted_works.status(), StatusCode::UNAUTHORIZED);
+
+    // Signing in again, already signed in, also gets a new id.
+    let again = app
+        .post_session(
+            &client,
+            &json!({"email": account.email, "password": PASSWORD}),
+        )
+        .await;
+    assert_ne!(cookie_value(&session_cookie(&again)), cookie_value(&issued));
+}
+
+#[tokio::test]
+async fn no_session_is_401_unauthenticated_on_me_and_sign_out() {
+    let app = spawn_app().await;
+    for response in [
+        app.http.get(app.url("/api/me")).send().await.expect("sent"),
+        app.http
+            .delete(app.url("/api/session"))
+            .send()
+            .await
+            .expect("sent"),
+        app.http
+            .get(app.url("/api/orders"))
+            .send()
+            .await
+            .expect("sent"),
+    ] {
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(response).await, "UNAUTHENTICATED");
+    }
+}
+
+#[tokio::test]
+async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_is_off() {
+    let app = spawn_app_with(|c| c.demo = true).await;
+    let platform: serde_json::Value = app
+        .http
+        .get(app.url("/api/platform"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let demo = &platform["demo_shoppers"][0];
+    let (email, password) = (
+        demo["email"].as_str().expect("email"),
+        demo["password"].as_str().expect("password"),
+    );
+    let products: Vec<serde_json::Value> = app
+        .http
+        .get(app.url("/api/products"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert!(!products.is_empty(), "demo mode seeds a catalogue");
+    let demo_ids: Vec<uuid::Uuid> =
+        sqlx::query_scalar("SELECT shopper_id FROM shoppers WHERE demo")
+            .fetch_all(&app.db)
+            .await
+            .expect("ids");
+    assert_eq!(demo_ids.len(), 2);
+    assert!(
+        demo_ids.iter().all(|id| id.get_version_num() == 4),
+        "random ids"
+    );
+    let signed_in = app
+        .post_session(&app.http, &json!({"email": email, "password": password}))
+        .await;
+    assert_eq!(signed_in.status(), StatusCode::OK);
+
+    let demo_client = app.http.clone();
+    let me = demo_client
+        .get(app.url("/api/me"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(me.status(), StatusCode::OK);
+    let mut app = app;
+    app.config.demo = false;
+    let app = app.restart().await;
+
+    let platform: serde_json::Value = app
+        .http
+        .get(app.url("/api/platform"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(platform["demo_shoppers"], json!([]));
+    let products: Vec<serde_json::Value> = app
+        .http
+        .get(app.url("/api/products"))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        products.is_empty(),
+        "the demo catalogue is gone: {products:?}"
+    );
+    let refused = app
+        .post_session(
+            &browser_client(),
+            &json!({"email": email, "password": password}),
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(refused).await, "INVALID_CREDENTIALS");
+    // The session made in demo mode died with it.
+    let me = demo_client
+        .get(app.url("/api/me"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(me.status(), StatusCode::UNAUTHORIZED);
+}
