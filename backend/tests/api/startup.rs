@@ -93,6 +93,7 @@ fn help_never_shows_the_secrets_set_in_the_environment() {
         &[
             ("WEBHOOK_SECRET", secret.expose()),
             ("ADMIN_TOKEN", "admin-token-in-the-environment-32+"),
+            ("MERCHANT_API_KEY", "merchant-key-in-the-environment-32+"),
         ],
     );
 
@@ -104,6 +105,19 @@ fn help_never_shows_the_secrets_set_in_the_environment() {
     );
     assert!(!help.contains(&secret.expose()[6..]), "{help}");
     assert!(!help.contains("admin-token-in-the-environment"), "{help}");
+    assert!(!help.contains("merchant-key-in-the-environment"), "{help}");
+}
+
+#[test]
+fn an_empty_merchant_key_is_refused_instead_of_opening_the_merchant_api() {
+    let line = refusal(&run_backend(
+        &[],
+        &[("PLATFORM", "sandbox"), ("MERCHANT_API_KEY", "")],
+    ));
+    assert!(
+        line.contains("MERCHANT_API_KEY must be at least 32 characters"),
+        "{line}"
+    );
 }
 
 #[test]
