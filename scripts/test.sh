@@ -4,7 +4,8 @@
 # without the sandbox, with fault injection), unused dependencies, docs, the
 # compile-time SQL data, unit and integration tests against real PostgreSQL and
 # Redis, the service step against a PostgreSQL that asks for passwords, fault
-# injection with real processes, the release build of the payment page, and the
+# injection with real processes, schemathesis against the OpenAPI description,
+# the release build of the payment page, and the
 # browser tests in headless Chromium.
 # FAULT_SEEDS=1,2,3 (default) picks the seeded fault schedules.
 set -euo pipefail
@@ -67,6 +68,9 @@ step "Fault injection: the backend as a child process, killed, frozen; PostgreSQ
 cargo build --locked -p backend --bin backend
 cargo build --locked -p backend --features fault-injection --bin backend-fault-injection
 cargo test --locked -p storm
+
+step "schemathesis: every operation of /api/openapi.json, no 5xx, every answer as described"
+bash scripts/schemathesis.sh
 
 step "Payment page logic tests"
 cargo test --locked -p frontend

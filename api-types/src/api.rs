@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// `GET /healthz`: each part is `"ok"` or `"down"`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     /// PostgreSQL.
@@ -24,17 +25,21 @@ pub struct Health {
 }
 
 /// `PUT /api/admin/products/{sku}`: a product's name and price.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProductPrice {
     /// What a shopper sees; 1 to 200 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// Unit price in minor units; positive.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub price_cents: i64,
     /// Currency of the price.
     pub currency: Currency,
 }
 
 /// An account, as `GET /api/me` lists it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     /// The account's id.
@@ -46,6 +51,7 @@ pub struct Account {
 }
 
 /// `GET /api/admin/accounts/{account_id}`: the account with every ledger row.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountDetails {
     /// The account's id.
@@ -61,6 +67,7 @@ pub struct AccountDetails {
 }
 
 /// One money movement, written by exactly one callback.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     /// The platform's notification id that caused the movement.
@@ -81,13 +88,20 @@ pub struct LedgerEntry {
 }
 
 /// `POST /api/admin/shoppers`: a shopper with one account.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateShopper {
     /// Sign-in name; unique whatever its case.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[^@\\s]+@[^@\\s]+$", max_length = 254)
+    )]
     pub email: String,
     /// At least 12 characters; stored only as an argon2id hash.
+    #[cfg_attr(feature = "openapi", schema(min_length = 12, max_length = 256))]
     pub password: String,
     /// Opening balance of the shopper's account, in minor units; not negative.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub balance_cents: i64,
     /// The account's currency.
     pub currency: Currency,
@@ -105,6 +119,7 @@ impl std::fmt::Debug for CreateShopper {
 }
 
 /// The 201 answer to `POST /api/admin/shoppers`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShopperCreated {
     /// The new shopper.
@@ -114,6 +129,7 @@ pub struct ShopperCreated {
 }
 
 /// `POST /api/session`: sign in.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignIn {
     /// The shopper's email.
@@ -132,6 +148,7 @@ impl std::fmt::Debug for SignIn {
 }
 
 /// The 200 answer to `POST /api/session` (with the session cookie).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionInfo {
     /// Who is signed in.
@@ -141,6 +158,7 @@ pub struct SessionInfo {
 }
 
 /// `GET /api/me`: the signed-in shopper and their accounts.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Me {
     /// Who is signed in.
@@ -152,6 +170,7 @@ pub struct Me {
 }
 
 /// One entry of `GET /api/products`, the catalogue.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Product {
     /// Stock-keeping unit: the product's id.
@@ -166,29 +185,36 @@ pub struct Product {
 
 /// `POST /api/orders` (with an `Idempotency-Key` header): buy `quantity` of a
 /// product at the catalogue's price, on the signed-in shopper's account.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateOrder {
     /// The product.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
     pub sku: String,
     /// How many, 1 to 100.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub quantity: u32,
 }
 
 /// `POST /api/merchant/orders` (Bearer `MERCHANT_API_KEY`, with an
 /// `Idempotency-Key` header): an order a merchant's own shop priced.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateMerchantOrder {
     /// The shopper who will pay it.
     pub shopper_id: Uuid,
     /// Amount in minor units; positive.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub amount_cents: i64,
     /// The currency of one of the shopper's accounts.
     pub currency: Currency,
     /// What is being bought, shown to the shopper; 1 to 500 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
     pub description: String,
 }
 
 /// An order, as answered by `POST /api/orders` and `GET /api/orders/{order_no}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Order {
     /// Unguessable order number.
@@ -219,6 +245,7 @@ pub struct Order {
 }
 
 /// `POST /api/orders/{order_no}/request-token`: a one-time token for one "Pay now".
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestToken {
     /// UUID v4, usable once.
@@ -229,6 +256,7 @@ pub struct RequestToken {
 }
 
 /// `POST /api/orders/{order_no}/pay`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PayRequest {
     /// The token from `request-token`.
@@ -236,6 +264,7 @@ pub struct PayRequest {
 }
 
 /// The 202 answer to a pay request; replayed unchanged for the same token.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PayAccepted {
     /// The order being paid.
@@ -247,6 +276,7 @@ pub struct PayAccepted {
 }
 
 /// The event time inside a callback body: RFC 3339 text or Unix seconds.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum EventTimestamp {
@@ -257,6 +287,7 @@ pub enum EventTimestamp {
 }
 
 /// `POST /api/payments/callback` body (Standard Webhooks payload).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackEvent {
     /// `payment.succeeded` or `payment.failed`.
@@ -269,6 +300,7 @@ pub struct CallbackEvent {
 }
 
 /// The payment a callback reports on.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackData {
     /// Our order number.
@@ -282,6 +314,7 @@ pub struct CallbackData {
 }
 
 /// The 200 answer to a callback, applied or duplicate: the platform may stop retrying.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackAck {
     /// Always `SUCCESS`.
@@ -291,6 +324,7 @@ pub struct CallbackAck {
 }
 
 /// `GET /api/admin/callbacks/{callback_id}`: everything that happened to one callback id.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallbackHistory {
     /// The platform's notification id.
@@ -304,6 +338,7 @@ pub struct CallbackHistory {
 }
 
 /// The one time a callback id was applied.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessedCallback {
     /// `payment.succeeded` or `payment.failed`.
@@ -320,6 +355,7 @@ pub struct ProcessedCallback {
 }
 
 /// One received delivery.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackDelivery {
     /// What became of it: `CHARGED`, `DUPLICATE`, `AMOUNT_MISMATCH`, `ORDER_NOT_FOUND`, ...
@@ -332,6 +368,7 @@ pub struct CallbackDelivery {
 }
 
 /// Something a person must review.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Anomaly {
     /// The callback that raised it.
@@ -348,6 +385,7 @@ pub struct Anomaly {
 }
 
 /// `GET /api/platform`: which payment platform takes the payments.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformInfo {
     /// `sandbox` (the in-process simulator: no money moves) or `remote`.
@@ -361,6 +399,7 @@ pub struct PlatformInfo {
 }
 
 /// A demo shopper anybody may sign in as (sandbox demo mode only).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DemoShopper {
     /// Sign-in email.

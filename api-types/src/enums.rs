@@ -32,6 +32,7 @@ macro_rules! text_enum {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         pub enum $name {
             $( $(#[$vmeta])* #[serde(rename = $text)] $variant, )+
         }

@@ -9,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Where an order stands. Spelled the same on the wire and in the database.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {

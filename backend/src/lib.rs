@@ -18,6 +18,7 @@ pub mod faults;
 pub mod idempotency;
 pub mod invariants;
 pub mod limits;
+pub mod openapi;
 pub mod order_no;
 pub mod platform;
 pub mod routes;

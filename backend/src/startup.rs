@@ -4,6 +4,7 @@ use crate::auth::session;
 use crate::config::{Config, PlatformChoice, PlatformKind};
 use crate::error::ApiError;
 use crate::limits::Limits;
+use crate::openapi::ApiDoc;
 use crate::platform::{Platform, dispatcher};
 use crate::routes;
 use crate::serve;
@@ -16,7 +17,6 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::middleware;
-use axum::routing::get;
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres};
@@ -30,6 +30,9 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::SessionManagerLayer;
 use tower_sessions_sqlx_store::PostgresStore;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// Largest request body any endpoint reads (callbacks are held to this too).
 pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
@@ -286,10 +289,12 @@ pub struct WebSecurity {
 
 /// The whole HTTP surface: `/healthz`, `/api/*`, and the payment page when `static_dir` is set.
 pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> Router {
-    let mut app = Router::new()
-        .route("/healthz", get(routes::health::healthz))
+    let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(routes::health::healthz))
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
-        .with_state(state);
+        .split_for_parts();
+    let doc = serde_json::to_value(&doc).unwrap_or_default();
+    let mut app = api.layer(axum::Extension(Arc::new(doc))).with_state(state);
     app = match static_dir {
         // Files of the build output; client-side routes such as /pay/{order_no}
         // get index.html with 200; dotfiles and symlinks out of `dir` are 404.

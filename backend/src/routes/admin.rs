@@ -7,6 +7,7 @@ use crate::auth::{bearer, passwords};
 use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger, products, shoppers};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, ClientIp};
+use crate::openapi::BearerErrors;
 use crate::state::AppState;
 use api_types::api::{
     AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateShopper, Product,
@@ -40,6 +41,10 @@ pub async fn require_admin_token(
 }
 
 /// `POST /api/admin/shoppers` -> 201 a shopper with one account.
+#[utoipa::path(post, path = "/admin/shoppers", tag = "admin", security(("admin_token" = [])), request_body = CreateShopper,
+    responses((status = 201, description = "The shopper and their account", body = ShopperCreated),
+        (status = 409, description = "EMAIL_TAKEN", body = api_types::ErrorBody),
+        BearerErrors))]
 pub async fn create_shopper(
     State(state): State<AppState>,
     AppJson(body): AppJson<CreateShopper>,
@@ -47,7 +52,7 @@ pub async fn create_shopper(
     let email = body.email.trim().to_owned();
     let at = email.find('@');
     if email.len() > 254
-        || email.chars().any(char::is_whitespace)
+        || email.chars().any(|c| c.is_whitespace() || c.is_control())
         || !at
             .is_some_and(|at| at > 0 && at + 1 < email.len() && email[at + 1..].find('@').is_none())
     {
@@ -92,27 +97,24 @@ pub async fn create_shopper(
 }
 
 /// `PUT /api/admin/products/{sku}` -> 200 the product, added or repriced.
+#[utoipa::path(put, path = "/admin/products/{sku}", tag = "admin", security(("admin_token" = [])), request_body = ProductPrice,
+    params(("sku" = String, Path, description = "The product's SKU")),
+    responses((status = 200, description = "The product, added or repriced", body = Product), BearerErrors))]
 pub async fn put_product(
     State(state): State<AppState>,
     AppPath(sku): AppPath<String>,
     AppJson(body): AppJson<ProductPrice>,
 ) -> Result<Json<Product>, ApiError> {
-    let valid_sku = !sku.is_empty()
-        && sku.len() <= 64
-        && sku.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && sku
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !valid_sku {
+    if !crate::routes::products::is_valid_sku(&sku) {
         return Err(ApiError::BadRequest(
             "sku must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
                 .into(),
         ));
     }
     let name = body.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(ApiError::BadRequest(
-            "name must be 1 to 200 characters".into(),
+            "name must be 1 to 200 characters, none of them control characters".into(),
         ));
     }
     if body.price_cents <= 0 {
@@ -130,6 +132,9 @@ pub async fn put_product(
 }
 
 /// `GET /api/admin/accounts/{account_id}` -> the account with its ledger rows.
+#[utoipa::path(get, path = "/admin/accounts/{account_id}", tag = "admin", security(("admin_token" = [])),
+    params(("account_id" = String, Path, description = "The account's id")),
+    responses((status = 200, description = "The account with its ledger", body = AccountDetails), BearerErrors))]
 pub async fn get_account(
     State(state): State<AppState>,
     AppPath(account_id): AppPath<String>,
@@ -150,6 +155,9 @@ pub async fn get_account(
 
 /// `GET /api/admin/callbacks/{callback_id}` -> what happened to that callback:
 /// how it was applied, every delivery and what we answered, and its anomalies.
+#[utoipa::path(get, path = "/admin/callbacks/{callback_id}", tag = "admin", security(("admin_token" = [])),
+    params(("callback_id" = String, Path, description = "The platform's notification id")),
+    responses((status = 200, description = "What happened to the callback", body = CallbackHistory), BearerErrors))]
 pub async fn callback_history(
     State(state): State<AppState>,
     AppPath(callback_id): AppPath<String>,
@@ -177,6 +185,8 @@ pub async fn callback_history(
 }
 
 /// `GET /api/admin/anomalies` -> the newest 100 anomalies, for review.
+#[utoipa::path(get, path = "/admin/anomalies", tag = "admin", security(("admin_token" = [])),
+    responses((status = 200, description = "The newest things a person must review", body = Vec<Anomaly>), BearerErrors))]
 pub async fn list_anomalies(State(state): State<AppState>) -> Result<Json<Vec<Anomaly>>, ApiError> {
     Ok(Json(anomalies::list(&state.db, None, 100).await?))
 }

@@ -7,6 +7,7 @@
 use crate::charge::{self, VerifiedCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::error::ApiError;
+use crate::openapi::PublicErrors;
 use crate::state::AppState;
 use api_types::CallbackOutcome;
 use api_types::api::{CallbackAck, CallbackEvent};
@@ -22,6 +23,17 @@ pub const MAX_CALLBACK_BYTES: usize = 64 * 1024;
 
 /// `POST /api/payments/callback`: verify the signature over the raw body, then apply the
 /// callback in one transaction ([`charge::apply_callback`]); answer 200 only after commit.
+#[utoipa::path(post, path = "/payments/callback", tag = "platform", security(("webhook_signature" = [])), request_body = CallbackEvent,
+    params(("webhook-id" = String, Header, description = "The notification id: the callback's idempotency key"),
+        ("webhook-timestamp" = String, Header, description = "Unix seconds when it was signed")),
+    responses((status = 200, description = "Applied, or a duplicate: stop retrying", body = CallbackAck),
+        (status = 400, description = "Signed but malformed", body = api_types::ErrorBody),
+        (status = 401, description = "SIGNATURE_INVALID", body = api_types::ErrorBody),
+        (status = 404, description = "ORDER_NOT_FOUND", body = api_types::ErrorBody),
+        (status = 409, description = "CALLBACK_CONFLICT: the id was used with another body", body = api_types::ErrorBody),
+        (status = 413, description = "PAYLOAD_TOO_LARGE", body = api_types::ErrorBody),
+        (status = 422, description = "AMOUNT_MISMATCH", body = api_types::ErrorBody),
+        PublicErrors))]
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -8,6 +8,9 @@ use axum::http::StatusCode;
 use std::time::Duration;
 
 /// 200 when PostgreSQL and Redis both answer; 503 naming the part that is down.
+#[utoipa::path(get, path = "/healthz", tag = "public",
+    responses((status = 200, description = "PostgreSQL and Redis answer", body = api_types::api::Health),
+        (status = 503, description = "A part is down (named in the body)", body = api_types::api::Health)))]
 pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let database = tokio::time::timeout(
         Duration::from_secs(2),

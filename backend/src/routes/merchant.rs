@@ -8,6 +8,7 @@ use crate::db::shoppers;
 use crate::error::ApiError;
 use crate::extract::{AppJson, ClientIp};
 use crate::idempotency::{self, Begun, IdempotencyKey};
+use crate::openapi::BearerErrors;
 use crate::routes::orders::place;
 use crate::state::AppState;
 use api_types::api::CreateMerchantOrder;
@@ -36,6 +37,12 @@ pub async fn require_merchant_key(
 }
 
 /// `POST /api/merchant/orders` -> 201 the order with its `pay_url`.
+#[utoipa::path(post, path = "/merchant/orders", tag = "merchant", security(("merchant_key" = [])), request_body = CreateMerchantOrder,
+    params(("Idempotency-Key" = String, Header, description = "A new UUID per order; the same one when retrying it")),
+    responses((status = 201, description = "The PENDING order with its pay_url (replays carry Idempotent-Replayed: true)", body = api_types::api::Order),
+        (status = 409, description = "IDEMPOTENCY_KEY_IN_USE", body = api_types::ErrorBody),
+        (status = 422, description = "IDEMPOTENCY_KEY_REUSED or CURRENCY_MISMATCH", body = api_types::ErrorBody),
+        BearerErrors))]
 pub async fn create_order(
     State(state): State<AppState>,
     key: IdempotencyKey,
@@ -48,9 +55,9 @@ pub async fn create_order(
     }
     let description = body.description.trim();
     let chars = description.chars().count();
-    if chars == 0 || chars > MAX_DESCRIPTION_CHARS {
+    if chars == 0 || chars > MAX_DESCRIPTION_CHARS || description.chars().any(char::is_control) {
         return Err(ApiError::BadRequest(format!(
-            "description must be 1 to {MAX_DESCRIPTION_CHARS} characters"
+            "description must be 1 to {MAX_DESCRIPTION_CHARS} characters, none of them control characters"
         )));
     }
     let scope = "merchant";

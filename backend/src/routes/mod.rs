@@ -14,13 +14,15 @@ pub mod session;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::web_security::{Csrf, csrf_guard};
-use axum::Router;
 use axum::middleware;
-use axum::routing::{get, post, put};
 use tower_sessions::SessionManagerLayer;
 use tower_sessions_sqlx_store::PostgresStore;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-/// Every `/api` route; unknown `/api` paths answer 404 in our error shape.
+/// Every `/api` route, with its OpenAPI description (every route is registered
+/// with `routes!`, so none can exist undescribed); unknown `/api` paths answer
+/// 404 in our error shape.
 ///
 /// Three kinds of caller, three guards that run before any handler:
 /// - shoppers, by session cookie: [`csrf_guard`] on their state-changing routes;
@@ -30,48 +32,40 @@ pub fn api(
     state: &AppState,
     csrf: Csrf,
     sessions: SessionManagerLayer<PostgresStore>,
-) -> Router<AppState> {
+) -> OpenApiRouter<AppState> {
     // Route layers, so they cover every route of the group and run before its extractors.
-    let admin = Router::new()
-        .route("/admin/shoppers", post(admin::create_shopper))
-        .route("/admin/products/{sku}", put(admin::put_product))
-        .route("/admin/accounts/{account_id}", get(admin::get_account))
-        .route(
-            "/admin/callbacks/{callback_id}",
-            get(admin::callback_history),
-        )
-        .route("/admin/anomalies", get(admin::list_anomalies))
+    let admin = OpenApiRouter::new()
+        .routes(routes!(admin::create_shopper))
+        .routes(routes!(admin::put_product))
+        .routes(routes!(admin::get_account))
+        .routes(routes!(admin::callback_history))
+        .routes(routes!(admin::list_anomalies))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             admin::require_admin_token,
         ));
-    let merchant = Router::new()
-        .route("/merchant/orders", post(merchant::create_order))
+    let merchant = OpenApiRouter::new()
+        .routes(routes!(merchant::create_order))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             merchant::require_merchant_key,
         ));
-    let shopper = Router::new()
-        .route("/session", post(session::sign_in).delete(session::sign_out))
-        .route("/me", get(session::me))
-        .route(
-            "/orders",
-            post(orders::create_order).get(orders::list_orders),
-        )
-        .route("/orders/{order_no}", get(orders::get_order))
-        .route(
-            "/orders/{order_no}/request-token",
-            post(orders::issue_request_token),
-        )
-        .route("/orders/{order_no}/pay", post(pay::pay))
+    let shopper = OpenApiRouter::new()
+        .routes(routes!(session::sign_in, session::sign_out))
+        .routes(routes!(session::me))
+        .routes(routes!(orders::create_order, orders::list_orders))
+        .routes(routes!(orders::get_order))
+        .routes(routes!(orders::issue_request_token))
+        .routes(routes!(pay::pay))
         .route_layer(middleware::from_fn_with_state(csrf, csrf_guard))
         .route_layer(sessions);
-    Router::new()
+    OpenApiRouter::new()
         .merge(admin)
         .merge(merchant)
         .merge(shopper)
-        .route("/products", get(products::list))
-        .route("/payments/callback", post(callbacks::receive))
-        .route("/platform", get(platform::platform))
+        .routes(routes!(products::list))
+        .routes(routes!(callbacks::receive))
+        .routes(routes!(platform::platform))
+        .routes(routes!(crate::openapi::document))
         .fallback(|| async { ApiError::NotFound })
 }

@@ -8,6 +8,7 @@ use crate::db::{orders, products, shoppers};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::idempotency::{self, Begun, IdempotencyKey};
+use crate::openapi::ShopperErrors;
 use crate::order_no::OrderNo;
 use crate::state::AppState;
 use crate::tokens::{TokenBinding, TokenFingerprint};
@@ -26,6 +27,12 @@ pub const LIST_LIMIT: i64 = 50;
 
 /// `POST /api/orders` (`Idempotency-Key` required) -> 201 the PENDING order,
 /// priced from the catalogue, on the shopper's account in the product's currency.
+#[utoipa::path(post, path = "/orders", tag = "shopper", security(("session" = [])), request_body = CreateOrder,
+    params(("Idempotency-Key" = String, Header, description = "A new UUID per order; the same one when retrying it")),
+    responses((status = 201, description = "The PENDING order, priced from the catalogue (replays carry Idempotent-Replayed: true)", body = Order),
+        (status = 409, description = "IDEMPOTENCY_KEY_IN_USE: the first request with this key is still running", body = api_types::ErrorBody),
+        (status = 422, description = "IDEMPOTENCY_KEY_REUSED or CURRENCY_MISMATCH", body = api_types::ErrorBody),
+        ShopperErrors))]
 pub async fn create_order(
     State(state): State<AppState>,
     signed_in: SignedIn,
@@ -38,6 +45,10 @@ pub async fn create_order(
         return Err(ApiError::BadRequest(format!(
             "quantity must be 1 to {MAX_QUANTITY}"
         )));
+    }
+    if !crate::routes::products::is_valid_sku(&body.sku) {
+        // No product can have it; not even looked up.
+        return Err(ApiError::ProductNotFound);
     }
     let scope = format!("shopper:{shopper_id}");
     let fingerprint = idempotency::fingerprint(&body)?;
@@ -100,6 +111,8 @@ pub async fn place(
 }
 
 /// `GET /api/orders` -> the signed-in shopper's newest orders.
+#[utoipa::path(get, path = "/orders", tag = "shopper", security(("session" = [])),
+    responses((status = 200, description = "The shopper's newest orders", body = Vec<Order>), ShopperErrors))]
 pub async fn list_orders(
     State(state): State<AppState>,
     signed_in: SignedIn,
@@ -113,6 +126,9 @@ pub async fn list_orders(
 }
 
 /// `GET /api/orders/{order_no}` -> the order, if it is the shopper's.
+#[utoipa::path(get, path = "/orders/{order_no}", tag = "shopper", security(("session" = [])),
+    params(("order_no" = String, Path, description = "The order number")),
+    responses((status = 200, description = "The order", body = Order), ShopperErrors))]
 pub async fn get_order(
     State(state): State<AppState>,
     signed_in: SignedIn,
@@ -126,6 +142,11 @@ pub async fn get_order(
 
 /// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to
 /// the shopper, the order and its amount.
+#[utoipa::path(post, path = "/orders/{order_no}/request-token", tag = "shopper", security(("session" = [])),
+    params(("order_no" = String, Path, description = "The order number")),
+    responses((status = 201, description = "A one-time token for one Pay now", body = RequestToken),
+        (status = 409, description = "ORDER_NOT_PAYABLE: the order is final", body = api_types::ErrorBody),
+        ShopperErrors))]
 pub async fn issue_request_token(
     State(state): State<AppState>,
     signed_in: SignedIn,

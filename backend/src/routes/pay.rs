@@ -16,6 +16,7 @@ use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::extract::AppJson;
 use crate::faults;
+use crate::openapi::ShopperErrors;
 use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
@@ -34,6 +35,12 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 /// `POST /api/orders/{order_no}/pay`: the one winner of the token records the attempt; every
 /// other use of the token replays the stored answer (see the module doc).
 #[tracing::instrument(name = "pay", skip(state, body), fields(token_fp = %TokenFingerprint::of(body.request_token)))]
+#[utoipa::path(post, path = "/orders/{order_no}/pay", tag = "shopper", security(("session" = [])), request_body = PayRequest,
+    params(("order_no" = String, Path, description = "The order number")),
+    responses((status = 202, description = "The payment attempt (replays carry Idempotent-Replayed: true)", body = PayAccepted),
+        (status = 409, description = "TOKEN_INVALID or ORDER_NOT_PAYABLE", body = api_types::ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = api_types::ErrorBody),
+        ShopperErrors))]
 pub async fn pay(
     State(state): State<AppState>,
     signed_in: SignedIn,

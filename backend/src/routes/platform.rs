@@ -8,6 +8,8 @@ use axum::Json;
 use axum::extract::State;
 
 /// 200 `{"platform":"sandbox"|"remote","sandbox":bool,"demo_shoppers":[...]}`.
+#[utoipa::path(get, path = "/platform", tag = "public",
+    responses((status = 200, description = "Which platform takes the payments", body = PlatformInfo)))]
 pub async fn platform(State(state): State<AppState>) -> Json<PlatformInfo> {
     let kind = state.platform.kind();
     Json(PlatformInfo {

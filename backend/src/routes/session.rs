@@ -5,6 +5,7 @@ use crate::auth::{passwords, session};
 use crate::db::shoppers;
 use crate::error::ApiError;
 use crate::extract::{AppJson, ClientIp};
+use crate::openapi::ShopperErrors;
 use crate::state::AppState;
 use api_types::api::{Me, SessionInfo, SignIn};
 use axum::Json;
@@ -15,6 +16,10 @@ use tower_sessions::Session;
 
 /// `POST /api/session` -> 200 and a new session cookie; `401 INVALID_CREDENTIALS`
 /// for an unknown email and for a wrong password alike (same answer, same work).
+#[utoipa::path(post, path = "/session", tag = "shopper", request_body = SignIn,
+    responses((status = 200, description = "Signed in; the session cookie is set", body = SessionInfo),
+        (status = 401, description = "INVALID_CREDENTIALS: unknown email or wrong password", body = api_types::ErrorBody),
+        ShopperErrors))]
 pub async fn sign_in(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
@@ -24,7 +29,14 @@ pub async fn sign_in(
     let email_key = body.email.trim().to_lowercase();
     state.limits.signin_ip.check(&client)?;
     state.limits.signin_email.check(&email_key)?;
-    let found = shoppers::find_by_email(&state.db, body.email.trim()).await?;
+    // An email no shopper can have (control characters, which PostgreSQL text
+    // cannot even hold in the case of U+0000) is not looked up, but gets the same work and answer.
+    let lookup = body.email.trim();
+    let found = if lookup.chars().any(char::is_control) || lookup.len() > 254 {
+        None
+    } else {
+        shoppers::find_by_email(&state.db, lookup).await?
+    };
     let stored = found.as_ref().map(|c| c.password_hash.clone());
     let password = SecretString::from(body.password);
     let verified = passwords::verify(password, stored).await?;
@@ -49,6 +61,8 @@ pub async fn sign_in(
 
 /// `DELETE /api/session` -> 204; the session is deleted on the server, so its
 /// cookie is worthless even if it was copied.
+#[utoipa::path(delete, path = "/session", tag = "shopper", security(("session" = [])),
+    responses((status = 204, description = "Signed out; the session is deleted on the server"), ShopperErrors))]
 pub async fn sign_out(signed_in: SignedIn) -> Result<StatusCode, ApiError> {
     session::sign_out(&signed_in.session).await?;
     tracing::info!(shopper_id = %signed_in.shopper_id, "shopper signed out");
@@ -56,6 +70,8 @@ pub async fn sign_out(signed_in: SignedIn) -> Result<StatusCode, ApiError> {
 }
 
 /// `GET /api/me` -> the signed-in shopper and their accounts.
+#[utoipa::path(get, path = "/me", tag = "shopper", security(("session" = [])),
+    responses((status = 200, description = "The signed-in shopper and their accounts", body = Me), ShopperErrors))]
 pub async fn me(State(state): State<AppState>, signed_in: SignedIn) -> Result<Json<Me>, ApiError> {
     let email = shoppers::email(&state.db, signed_in.shopper_id)
         .await?

@@ -105,6 +105,7 @@ async fn create_shopper_rejects_bad_input_with_400_and_creates_nothing() {
         with("email", json!("two@@shop.test")),
         with("email", json!("spa ce@shop.test")),
         with("email", json!("@shop.test")),
+        with("email", json!("nul\u{0}@shop.test")),
         with("password", json!("short")),
         with("password", json!("x".repeat(300))),
         without_email,

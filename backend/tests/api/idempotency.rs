@@ -218,6 +218,11 @@ async fn the_merchant_api_refuses_bad_keys_bodies_and_shoppers_and_changes_nothi
             "BAD_REQUEST",
         ),
         (
+            json!({"shopper_id": account.shopper_id, "amount_cents": 100, "currency": "EUR", "description": "a\u{0}b"}),
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+        ),
+        (
             json!({"shopper_id": account.shopper_id, "amount_cents": 100, "currency": "EUR"}),
             StatusCode::BAD_REQUEST,
             "BAD_REQUEST",

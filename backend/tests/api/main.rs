@@ -12,6 +12,7 @@ mod idempotency;
 mod incident;
 mod limits;
 mod logs;
+mod openapi;
 mod orders;
 mod ownership;
 mod pay;

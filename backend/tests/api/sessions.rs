@@ -321,3 +321,18 @@ async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_i
         .expect("sent");
     assert_eq!(me.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn an_email_no_shopper_can_have_is_invalid_credentials_not_a_500() {
+    let app = spawn_app().await;
+    for email in ["nul\u{0}@shop.test", &"x".repeat(300)] {
+        let response = app
+            .post_session(
+                &browser_client(),
+                &json!({"email": email, "password": "whatever-password"}),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(error_code(response).await, "INVALID_CREDENTIALS");
+    }
+}
