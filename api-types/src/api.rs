@@ -60,6 +60,8 @@ pub struct AccountDetails {
     pub balance_cents: i64,
     /// Balance when the account was opened; minus the sum of charges, it is the current balance.
     pub opening_balance_cents: i64,
+    /// Held for payments in flight: the balance minus this is what can be spent.
+    pub held_cents: i64,
     /// The account's currency.
     pub currency: Currency,
     /// Ledger rows, oldest first.

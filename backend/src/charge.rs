@@ -9,7 +9,7 @@
 //!   INSERT payment_callbacks ON CONFLICT DO NOTHING -- claim the callback id
 //!   INSERT payment_ledger (CHARGE) ON CONFLICT DO NOTHING
 //!   UPDATE orders SET status='PAID' WHERE order_no=$1 AND status='PENDING'
-//!   UPDATE accounts SET balance=balance-$2 WHERE account_id=$1 AND balance>=$2
+//!   UPDATE accounts SET balance=balance-$2, held=held-$3 WHERE ...  -- charge, capture the hold
 //!   INSERT callback_deliveries
 //! COMMIT                                             -- only then answer 200
 //! ```
@@ -115,16 +115,20 @@ impl Decision {
 }
 
 /// The rule, as a pure function of the event and the locked order: a success
-/// charges only a PENDING order with enough balance; everything else at most
-/// fails a PENDING order. It never asks for a move the state machine forbids.
+/// charges only a PENDING order that can spend its amount (`spendable_cents`:
+/// the account's available money plus the order's own hold, so an order held
+/// at pay always can); everything else at most fails a PENDING order. It never
+/// asks for a move the state machine forbids.
 pub fn decide(
     kind: CallbackType,
     status: OrderStatus,
-    balance_cents: i64,
+    spendable_cents: i64,
     amount_cents: i64,
 ) -> Decision {
     match (kind, status) {
-        (CallbackType::PaymentSucceeded, OrderStatus::Pending) if balance_cents >= amount_cents => {
+        (CallbackType::PaymentSucceeded, OrderStatus::Pending)
+            if spendable_cents >= amount_cents =>
+        {
             Decision::Charge
         }
         (CallbackType::PaymentSucceeded, OrderStatus::Pending) => Decision::FailOrder {
@@ -181,7 +185,7 @@ pub async fn apply_callback(
     let decision = decide(
         callback.event.kind,
         order.status,
-        order.balance_cents,
+        order.spendable_cents(),
         order.amount_cents,
     );
 
@@ -246,7 +250,14 @@ async fn execute(
             if !orders::mark_paid(&mut **tx, &order.order_no).await? {
                 return Err(broken("order left PENDING"));
             }
-            if !accounts::deduct(&mut **tx, order.account_id, order.amount_cents).await? {
+            if !accounts::deduct(
+                &mut **tx,
+                order.account_id,
+                order.amount_cents,
+                order.hold_cents,
+            )
+            .await?
+            {
                 return Err(broken("balance dropped"));
             }
             None
@@ -255,9 +266,15 @@ async fn execute(
             if !orders::mark_failed(&mut **tx, &order.order_no, reason).await? {
                 return Err(broken("order left PENDING"));
             }
+            if order.hold_cents > 0
+                && !accounts::release(&mut **tx, order.account_id, order.hold_cents).await?
+            {
+                return Err(broken("hold missing"));
+            }
             anomaly.map(|kind| {
                 let details = json!({
                     "balance_cents": order.balance_cents,
+                    "held_cents": order.held_cents,
                     "amount_cents": order.amount_cents,
                     "payment_id": callback.event.data.payment_id,
                     "note": "the platform reports the payment as taken, but the balance is too low to book it",

@@ -70,11 +70,11 @@ pub enum ApiError {
     /// The order is final.
     #[error("order is {0}, only PENDING orders can be paid")]
     OrderNotPayable(OrderStatus),
-    /// Balance below the amount.
-    #[error("balance of {balance_cents} is below the amount of {amount_cents}")]
+    /// Available money (balance minus what payments in flight hold) below the amount.
+    #[error("available balance of {available_cents} is below the amount of {amount_cents}")]
     InsufficientFunds {
-        /// Current balance.
-        balance_cents: i64,
+        /// Balance minus holds.
+        available_cents: i64,
         /// Amount asked for.
         amount_cents: i64,
     },

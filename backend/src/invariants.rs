@@ -5,7 +5,9 @@
 //! 2. at most one `CHARGE` per order;
 //! 3. an order is PAID exactly when it has one `CHARGE`, equal to its amount and currency;
 //! 4. per account: opening balance - current balance = sum of its `CHARGE` rows, and never negative;
-//! 5. a PAID order has `paid_at`, a FAILED one a reason, a PENDING one neither.
+//! 5. a PAID order has `paid_at`, a FAILED one a reason, a PENDING one neither;
+//! 6. per account: held = sum of the amounts of its PENDING orders that have a
+//!    payment attempt, and balance >= held >= 0 (funds held at pay).
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -107,6 +109,27 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
             row.balance_cents,
             row.opening_balance_cents - row.balance_cents,
             row.charged
+        ));
+    }
+
+    let misheld = sqlx::query!(
+        r#"SELECT a.account_id, a.balance_cents, a.held_cents,
+                  coalesce(h.held, 0)::bigint AS "expected!"
+           FROM accounts a
+           LEFT JOIN (SELECT o.account_id, sum(o.amount_cents) AS held
+                      FROM orders o
+                      WHERE o.status = 'PENDING'
+                        AND EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
+                      GROUP BY o.account_id) h ON h.account_id = a.account_id
+           WHERE a.held_cents <> coalesce(h.held, 0)
+              OR a.held_cents < 0 OR a.held_cents > a.balance_cents"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in misheld {
+        violations.push(format!(
+            "account {}: holds {} (balance {}) but its PENDING orders with a payment attempt total {}",
+            row.account_id, row.held_cents, row.balance_cents, row.expected
         ));
     }
 

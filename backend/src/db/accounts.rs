@@ -14,31 +14,12 @@ pub struct AccountRow {
     pub balance_cents: i64,
     /// Balance at opening.
     pub opening_balance_cents: i64,
+    /// Held for payments in flight.
+    pub held_cents: i64,
     /// The account's currency.
     pub currency: Currency,
     /// When it was opened.
     pub created_at: OffsetDateTime,
-}
-
-/// Opens an account; `ON CONFLICT DO NOTHING` makes seeding a fixed id idempotent.
-#[tracing::instrument(name = "db.accounts.insert", skip(db))]
-pub async fn insert(
-    db: impl PgExecutor<'_>,
-    account_id: Uuid,
-    balance_cents: i64,
-    currency: Currency,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency)
-         VALUES ($1, $2, $2, $3)
-         ON CONFLICT (account_id) DO NOTHING",
-        account_id,
-        balance_cents,
-        currency.as_str(),
-    )
-    .execute(db)
-    .await?;
-    Ok(())
 }
 
 /// Reads one account.
@@ -46,7 +27,7 @@ pub async fn insert(
 pub async fn find(db: impl PgExecutor<'_>, account_id: Uuid) -> sqlx::Result<Option<AccountRow>> {
     sqlx::query_as!(
         AccountRow,
-        r#"SELECT account_id, balance_cents, opening_balance_cents,
+        r#"SELECT account_id, balance_cents, opening_balance_cents, held_cents,
                   currency AS "currency: Currency", created_at
            FROM accounts WHERE account_id = $1"#,
         account_id,
@@ -58,16 +39,62 @@ pub async fn find(db: impl PgExecutor<'_>, account_id: Uuid) -> sqlx::Result<Opt
 /// SQL of [`deduct`], a step of the callback transaction (the benchmark replays it).
 pub const DEDUCT_SQL: &str = include_str!("../../sql/callback/deduct_balance.sql");
 
-/// Deducts a charge, guarded so the balance can never go below zero.
-/// Returns false (and changes nothing) when the balance is too low.
+/// Deducts a charge and captures the order's hold (`hold_cents`: its amount,
+/// or 0 for an order nobody held), guarded so that neither the balance nor the
+/// available money can go below zero. Returns false (and changes nothing) when
+/// the balance is too low.
 #[tracing::instrument(name = "db.accounts.deduct", skip(db))]
 pub async fn deduct(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
     amount_cents: i64,
+    hold_cents: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query_file!("sql/callback/deduct_balance.sql", account_id, amount_cents)
-        .execute(db)
-        .await?;
+    let result = sqlx::query_file!(
+        "sql/callback/deduct_balance.sql",
+        account_id,
+        amount_cents,
+        hold_cents
+    )
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Holds `amount_cents` for a payment in flight, if that much is available.
+/// Returns false (and changes nothing) when it is not.
+#[tracing::instrument(name = "db.accounts.hold", skip(db))]
+pub async fn hold(
+    db: impl PgExecutor<'_>,
+    account_id: Uuid,
+    amount_cents: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE accounts SET held_cents = held_cents + $2
+         WHERE account_id = $1 AND balance_cents - held_cents >= $2",
+        account_id,
+        amount_cents,
+    )
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Releases a hold (the payment failed). Returns false when less than
+/// `hold_cents` is held, which the caller treats as a broken invariant.
+#[tracing::instrument(name = "db.accounts.release", skip(db))]
+pub async fn release(
+    db: impl PgExecutor<'_>,
+    account_id: Uuid,
+    hold_cents: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE accounts SET held_cents = held_cents - $2
+         WHERE account_id = $1 AND held_cents >= $2",
+        account_id,
+        hold_cents,
+    )
+    .execute(db)
+    .await?;
     Ok(result.rows_affected() == 1)
 }

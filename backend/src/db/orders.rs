@@ -154,6 +154,18 @@ pub struct LockedOrder {
     pub status: OrderStatus,
     /// The account's balance, read under the same lock.
     pub balance_cents: i64,
+    /// What the account holds for payments in flight (all its orders').
+    pub held_cents: i64,
+    /// What this order holds: its amount while it is PENDING with a payment
+    /// attempt (the pay that made the attempt held it), else 0.
+    pub hold_cents: i64,
+}
+
+impl LockedOrder {
+    /// What this order may spend: the account's available money plus its own hold.
+    pub fn spendable_cents(&self) -> i64 {
+        self.balance_cents - self.held_cents + self.hold_cents
+    }
 }
 
 /// SQL of [`lock_with_account`], a step of the callback transaction (the benchmark replays it).

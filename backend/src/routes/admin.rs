@@ -148,6 +148,7 @@ pub async fn get_account(
         account_id,
         balance_cents: account.balance_cents,
         opening_balance_cents: account.opening_balance_cents,
+        held_cents: account.held_cents,
         currency: account.currency,
         ledger,
     }))

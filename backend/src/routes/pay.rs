@@ -170,9 +170,12 @@ async fn start_attempt(
     if let Some(existing) = attempts::find_by_order(&mut *tx, &order.order_no).await? {
         return Ok(Started::Joined(existing));
     }
-    if order.balance_cents < order.amount_cents {
+    // Judged against what is available: money held for this shopper's other
+    // payments in flight cannot be promised again.
+    let available_cents = order.balance_cents - order.held_cents;
+    if available_cents < order.amount_cents {
         return Err(ApiError::InsufficientFunds {
-            balance_cents: order.balance_cents,
+            available_cents,
             amount_cents: order.amount_cents,
         });
     }
@@ -206,6 +209,13 @@ async fn start_attempt(
             err.into()
         }
     })?;
+    // The hold, in the transaction that made the attempt: the pay that wins holds the money.
+    if !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
+        return Err(ApiError::InsufficientFunds {
+            available_cents,
+            amount_cents: order.amount_cents,
+        });
+    }
     tx.commit().await?;
     Ok(Started::New(attempt))
 }

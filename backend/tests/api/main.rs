@@ -8,6 +8,7 @@ mod callbacks;
 mod connections;
 mod health;
 mod helpers;
+mod holds;
 mod idempotency;
 mod incident;
 mod limits;

@@ -84,7 +84,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         ]),
         (CallbackPath::New, s) if s == orders::MARK_PAID_SQL => plain(&[":order_no"]),
         (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
-            plain(&[":account_id", ":amount_cents"])
+            plain(&[":account_id", ":amount_cents", ":hold_cents"])
         }
         (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
             &callback_id,
