@@ -9,10 +9,13 @@
 //!
 //! Requests go to the page's own origin (`/api/...`); `trunk serve` proxies
 //! them to the backend in development, the backend serves the page itself in
-//! production and in the browser tests.
+//! production and in the browser tests. The session is the backend's HttpOnly
+//! cookie, which the browser sends by itself; the page never sees it. Every
+//! state-changing call declares `Content-Type: application/json` (the backend
+//! refuses any other with 415, its CSRF rule).
 
 use api_types::api::{
-    CreateOrder, DemoShop, Order, PayAccepted, PayRequest, PlatformInfo, RequestToken,
+    CreateOrder, Me, Order, PayAccepted, PayRequest, PlatformInfo, Product, RequestToken, SignIn,
 };
 use api_types::{ErrorBody, ErrorCode};
 use gloo_net::http::{Request, RequestBuilder};
@@ -77,6 +80,12 @@ impl ApiError {
         matches!(self, Self::Network(_) | Self::Http { status: 502 | 504 })
     }
 
+    /// True when the backend says there is no valid session (signed out, expired):
+    /// the page sends the shopper to the sign-in page.
+    pub fn is_unauthenticated(&self) -> bool {
+        self.code() == Some(ErrorCode::Unauthenticated)
+    }
+
     /// True when the backend says a dependency is down for now (503).
     pub fn is_unavailable(&self) -> bool {
         matches!(
@@ -92,15 +101,49 @@ pub async fn platform() -> Result<PlatformInfo, ApiError> {
     call(Request::get("/api/platform"), None, READ_TIMEOUT_MS).await
 }
 
-/// `GET /api/demo`: the demo account and its orders (404 when demo mode is off).
-pub async fn demo() -> Result<DemoShop, ApiError> {
-    call(Request::get("/api/demo"), None, READ_TIMEOUT_MS).await
+/// `POST /api/session`: signs in; the answer sets the session cookie. Its body
+/// (a [`api_types::api::SessionInfo`]) is not read: the page moves on at once.
+pub async fn sign_in(body: &SignIn) -> Result<(), ApiError> {
+    let body = encode(body)?;
+    send(Request::post("/api/session"), Some(body), WRITE_TIMEOUT_MS)
+        .await
+        .map(drop)
 }
 
-/// `POST /api/orders`: creates an order to pay.
-pub async fn create_order(body: &CreateOrder) -> Result<Order, ApiError> {
+/// `DELETE /api/session`: signs out (204); the session is deleted on the server.
+pub async fn sign_out() -> Result<(), ApiError> {
+    send(
+        Request::delete("/api/session"),
+        Some(String::new()),
+        WRITE_TIMEOUT_MS,
+    )
+    .await
+    .map(drop)
+}
+
+/// `GET /api/me`: the signed-in shopper and their accounts (401 when signed out).
+pub async fn me() -> Result<Me, ApiError> {
+    call(Request::get("/api/me"), None, READ_TIMEOUT_MS).await
+}
+
+/// `GET /api/products`: the catalogue.
+pub async fn products() -> Result<Vec<Product>, ApiError> {
+    call(Request::get("/api/products"), None, READ_TIMEOUT_MS).await
+}
+
+/// `GET /api/orders`: the signed-in shopper's newest orders.
+pub async fn orders() -> Result<Vec<Order>, ApiError> {
+    call(Request::get("/api/orders"), None, READ_TIMEOUT_MS).await
+}
+
+/// `POST /api/orders` with `Idempotency-Key: key`: places an order.
+///
+/// Safe to repeat with the same key and body: the backend answers with the
+/// order it placed the first time instead of placing another.
+pub async fn create_order(body: &CreateOrder, key: uuid::Uuid) -> Result<Order, ApiError> {
     let body = encode(body)?;
-    call(Request::post("/api/orders"), Some(body), WRITE_TIMEOUT_MS).await
+    let request = Request::post("/api/orders").header("idempotency-key", &key.to_string());
+    call(request, Some(body), WRITE_TIMEOUT_MS).await
 }
 
 /// `GET /api/orders/{order_no}`: the order as it stands now.
@@ -112,7 +155,7 @@ pub async fn order(order_no: &str) -> Result<Order, ApiError> {
 /// `POST /api/orders/{order_no}/request-token`: a fresh one-time pay token.
 pub async fn request_token(order_no: &str) -> Result<RequestToken, ApiError> {
     let url = format!("/api/orders/{}/request-token", path_segment(order_no));
-    call(Request::post(&url), None, WRITE_TIMEOUT_MS).await
+    call(Request::post(&url), Some(String::new()), WRITE_TIMEOUT_MS).await
 }
 
 /// `POST /api/orders/{order_no}/pay`: starts the payment with the request's token.
@@ -128,12 +171,26 @@ fn encode(body: &impl Serialize) -> Result<String, ApiError> {
     serde_json::to_string(body).map_err(|e| ApiError::Decode(e.to_string()))
 }
 
-/// Sends one request and decodes its answer; gives up after `timeout_ms`.
+/// Sends one request and decodes its 2xx answer; gives up after `timeout_ms`.
 async fn call<T: DeserializeOwned>(
     builder: RequestBuilder,
     json_body: Option<String>,
     timeout_ms: u32,
 ) -> Result<T, ApiError> {
+    send(builder, json_body, timeout_ms)
+        .await?
+        .json::<T>()
+        .await
+        .map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// Sends one request (`json_body`, even empty, goes as `application/json`);
+/// a 2xx answer is returned unread, anything else becomes an [`ApiError`].
+async fn send(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Result<gloo_net::http::Response, ApiError> {
     let deadline = Deadline::start(timeout_ms);
     let builder = builder
         .header("accept", "application/json")
@@ -153,10 +210,7 @@ async fn call<T: DeserializeOwned>(
     drop(deadline);
     let status = response.status();
     if response.ok() {
-        return response
-            .json::<T>()
-            .await
-            .map_err(|e| ApiError::Decode(e.to_string()));
+        return Ok(response);
     }
     let retry_after_secs = response
         .headers()
@@ -241,6 +295,23 @@ mod tests {
         assert_eq!(err, ApiError::Http { status: 502 });
         assert_eq!(err.code(), None);
         assert!(err.is_transport_failure());
+    }
+
+    #[test]
+    fn only_a_missing_session_counts_as_signed_out() {
+        let signed_out = error_from_answer(
+            401,
+            r#"{"error":{"code":"UNAUTHENTICATED","message":"sign in"}}"#,
+            None,
+        );
+        assert!(signed_out.is_unauthenticated());
+        let wrong_password = error_from_answer(
+            401,
+            r#"{"error":{"code":"INVALID_CREDENTIALS","message":"no"}}"#,
+            None,
+        );
+        assert!(!wrong_password.is_unauthenticated());
+        assert!(!ApiError::Http { status: 401 }.is_unauthenticated());
     }
 
     #[test]

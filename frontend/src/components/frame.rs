@@ -1,18 +1,24 @@
 //! The page frame: header (with a "sandbox" badge when the backend's payment
-//! platform is the simulator), main landmark, footer.
+//! platform is the simulator, and "Sign out" on the pages that need a
+//! session), main landmark, footer.
 
-use crate::api;
+use super::SignOutButton;
+use crate::api::ApiError;
+use api_types::api::PlatformInfo;
 use leptos::prelude::*;
 
 /// Wraps a page in the site header and the `main` landmark.
 #[component]
 pub fn Frame(
+    /// `GET /api/platform`, read once for the whole app.
+    platform: LocalResource<Result<PlatformInfo, ApiError>>,
+    /// Whether the page needs a session (it then offers "Sign out").
+    signed_in: bool,
     /// The page itself.
     children: Children,
 ) -> impl IntoView {
     // Unknown until the backend answers, and when it cannot: no badge then,
     // because the badge only ever warns, it never reassures.
-    let platform = LocalResource::new(api::platform);
     let sandbox = move || {
         platform
             .get()
@@ -32,6 +38,7 @@ pub fn Frame(
                     "Sandbox"
                 </span>
             </Show>
+            {signed_in.then(|| view! { <SignOutButton /> })}
         </header>
         <main id="main" tabindex="-1">
             {children()}

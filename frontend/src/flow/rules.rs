@@ -64,6 +64,9 @@ pub enum Phase {
     Slow,
     /// The order is PAID or FAILED.
     Done,
+    /// The backend said the session is gone (401 `UNAUTHENTICATED`): the page
+    /// is on its way to the sign-in page, which brings the shopper back here.
+    SignedOut,
 }
 
 /// Everything that can happen to the page.
@@ -106,6 +109,8 @@ pub enum Effect {
     },
     /// Re-read the shopper's balance (the order reached a final state).
     RefreshBalance,
+    /// Go to the sign-in page, which returns to this page afterwards.
+    SignIn,
 }
 
 /// The whole state of one payment page load.
@@ -148,7 +153,19 @@ impl PayFlow {
 
     /// Applies one event; returns what to do next. Events that do not fit the
     /// current phase (a late answer, a second click) change nothing.
+    ///
+    /// Any answer saying the session is gone, in any phase, ends the page's
+    /// work: nothing was charged by a request the backend refused that way, and
+    /// after signing in the shopper comes back to a fresh page load.
     pub fn apply(&mut self, event: Event) -> Vec<Effect> {
+        if self.phase == Phase::SignedOut {
+            return vec![];
+        }
+        if event_error(&event).is_some_and(ApiError::is_unauthenticated) {
+            self.phase = Phase::SignedOut;
+            self.notice = Some(Notice::SignedOut);
+            return vec![Effect::SignIn];
+        }
         match (self.phase.clone(), event) {
             (Phase::LoadingOrder, Event::OrderFetched(order)) => self.order_loaded(order),
             (Phase::LoadingOrder, Event::OrderFetchFailed(err)) => {
@@ -298,6 +315,14 @@ impl PayFlow {
                 delay_ms: POLL_INTERVAL_MS,
             }]
         }
+    }
+}
+
+/// The error an event carries, if it is a failed request.
+fn event_error(event: &Event) -> Option<&ApiError> {
+    match event {
+        Event::OrderFetchFailed(err) | Event::TokenFailed(err) | Event::PayFailed(err) => Some(err),
+        _ => None,
     }
 }
 

@@ -56,6 +56,8 @@ pub enum Notice {
     Slow,
     /// Something unexpected answered; pressing again is safe.
     Unexpected,
+    /// The session is gone; the page is going to the sign-in page.
+    SignedOut,
 }
 
 impl Notice {
@@ -89,6 +91,7 @@ impl Notice {
             Self::Unexpected => {
                 "Something went wrong on our side. Pressing \u{201c}Try again\u{201d} is safe: you will be charged at most once."
             }
+            Self::SignedOut => "You are signed out. Taking you to the sign-in page\u{2026}",
         }
     }
 
@@ -106,11 +109,15 @@ impl Notice {
             Self::AlreadySettled => "already-settled",
             Self::Slow => "slow",
             Self::Unexpected => "unexpected",
+            Self::SignedOut => "signed-out",
         }
     }
 
     /// True for problems (shown as an error), false for information.
     pub fn is_problem(self) -> bool {
-        !matches!(self, Self::Retrying | Self::AlreadySettled | Self::Slow)
+        !matches!(
+            self,
+            Self::Retrying | Self::AlreadySettled | Self::Slow | Self::SignedOut
+        )
     }
 }

@@ -126,9 +126,12 @@ pub struct PayView {
     pub outcome: Option<Outcome>,
 }
 
-/// The shopper's balance, formatted, when `account` is the one the order charges.
-pub fn balance_text(order: Option<&Order>, account: Option<&Account>) -> Option<String> {
-    let (order, account) = (order?, account?);
-    (order.account_id == account.account_id)
-        .then(|| format_minor(account.balance_cents, account.currency))
+/// The balance of the account the order charges, formatted, when it is one of
+/// the shopper's `accounts`.
+pub fn balance_text(order: Option<&Order>, accounts: &[Account]) -> Option<String> {
+    let order = order?;
+    accounts
+        .iter()
+        .find(|account| account.account_id == order.account_id)
+        .map(|account| format_minor(account.balance_cents, account.currency))
 }

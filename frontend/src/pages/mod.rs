@@ -3,3 +3,4 @@
 pub mod not_found;
 pub mod pay;
 pub mod shop;
+pub mod signin;

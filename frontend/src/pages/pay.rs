@@ -1,12 +1,13 @@
-//! `/pay/{order_no}`: the payment page.
+//! `/pay/{order_no}`: the payment page, for the shopper the order belongs to.
 //!
 //! The rules live in [`crate::flow`]; this module only renders a
 //! [`PayFlow`] and runs the [`Effect`]s it asks for, feeding each answer back
-//! as an [`Event`].
+//! as an [`Event`]. A signed-out shopper is sent to the sign-in page (the
+//! flow's [`Effect::SignIn`]) and comes back here afterwards.
 
-use crate::api;
 use crate::components::{NoticeBox, StatusBadge};
 use crate::flow::{Effect, Event, Outcome, PayFlow, balance_text};
+use crate::{api, or_sign_in, sign_in_again};
 use api_types::api::{Account, PayRequest};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 struct Controller {
     flow: RwSignal<PayFlow>,
-    account: RwSignal<Option<Account>>,
+    accounts: RwSignal<Vec<Account>>,
     order_no: Arc<str>,
 }
 
@@ -62,15 +63,20 @@ impl Controller {
                     this.refresh_balance().await;
                     return;
                 }
+                Effect::SignIn => {
+                    sign_in_again();
+                    return;
+                }
             };
             this.dispatch(event);
         });
     }
 
-    /// The balance comes from the demo shop; without demo mode it is simply not shown.
+    /// The shopper's accounts (`GET /api/me`); the page shows the balance of
+    /// the one the order charges. When they cannot be read, no balance is shown.
     async fn refresh_balance(&self) {
-        if let Ok(shop) = api::demo().await {
-            self.account.try_set(Some(shop.account));
+        if let Ok(me) = or_sign_in(api::me().await) {
+            self.accounts.try_set(me.accounts);
         }
     }
 }
@@ -90,7 +96,7 @@ pub fn PayPage(
     let order_no: Arc<str> = order_no.into();
     let controller = Controller {
         flow: RwSignal::new(PayFlow::new()),
-        account: RwSignal::new(None),
+        accounts: RwSignal::new(Vec::new()),
         order_no: order_no.clone(),
     };
     for effect in PayFlow::start() {
@@ -102,10 +108,16 @@ pub fn PayPage(
     });
 
     let flow = controller.flow;
-    let account = controller.account;
+    let accounts = controller.accounts;
     // One memo: the page re-renders only when what it shows changes, not on every poll.
     let view_model = Memo::new(move |_| flow.read().view());
-    let balance = move || balance_text(flow.read().order.as_ref(), account.read().as_ref());
+    let balance = move || balance_text(flow.read().order.as_ref(), &accounts.read());
+    let description = move || {
+        flow.read()
+            .order
+            .as_ref()
+            .and_then(|o| o.description.clone())
+    };
     let pay_button = move || view_model.read().pay_button;
     let retry_label = move || view_model.read().retry_label;
 
@@ -130,6 +142,19 @@ pub fn PayPage(
                         </code>
                     </dd>
                 </div>
+                {move || {
+                    description()
+                        .map(|text| {
+                            view! {
+                                <div>
+                                    <dt>"Item"</dt>
+                                    <dd id="description" data-testid="description">
+                                        {text}
+                                    </dd>
+                                </div>
+                            }
+                        })
+                }}
                 <div>
                     <dt>"Amount"</dt>
                     <dd id="amount" data-testid="amount" class="amount">

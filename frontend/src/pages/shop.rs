@@ -1,120 +1,218 @@
-//! `/`: a tiny demo shop, to create orders to pay.
+//! `/`: the shop, for a signed-in shopper.
 //!
-//! It shows the demo account from `GET /api/demo` (balance and orders) and a
-//! "Buy" button that creates an order and opens its payment page.
+//! It shows who is signed in and their EUR balance (`GET /api/me`), the
+//! catalogue (`GET /api/products`) with a "Buy" button per product, and their
+//! orders (`GET /api/orders`). "Buy" places an order (`POST /api/orders`, its
+//! `Idempotency-Key` chosen by [`BuyKeys`]) and opens its payment page.
+//! ("Sign out" is in the header, [`crate::components::SignOutButton`].)
 
 use crate::api::{self, ApiError};
 use crate::components::StatusBadge;
+use crate::purchase::{BuyKeys, buy_retry_delay};
 use crate::route::Route;
-use api_types::api::{CreateOrder, DemoShop, Order};
-use api_types::{ErrorCode, format_minor};
+use crate::{go_to, or_sign_in};
+use api_types::api::{CreateOrder, Me, Order, Product};
+use api_types::{Currency, format_minor};
+use gloo_timers::future::TimeoutFuture;
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
+use leptos::task::spawn_local;
+use uuid::Uuid;
 
-/// What the demo sells: one product, priced in the account's currency.
-const PRODUCT_NAME: &str = "Coffee beans, 1 kg";
-/// The product's price in minor units.
-const PRODUCT_PRICE_MINOR: i64 = 1_250;
+/// What the shop shows, read in one go when the page loads.
+#[derive(Debug, Clone)]
+struct Shop {
+    me: Me,
+    products: Vec<Product>,
+    orders: Vec<Order>,
+}
 
-/// The demo shop.
+/// Reads the shop's three resources one after the other: one resource on the
+/// page instead of three keeps the .wasm smaller, and all three are quick reads.
+async fn load_shop() -> Result<Shop, ApiError> {
+    let me = or_sign_in(api::me().await)?;
+    let products = api::products().await?;
+    let orders = or_sign_in(api::orders().await)?;
+    Ok(Shop {
+        me,
+        products,
+        orders,
+    })
+}
+
+/// The shop.
 #[component]
 pub fn ShopPage() -> impl IntoView {
-    let shop = LocalResource::new(api::demo);
-    let buy = Action::new_local(|input: &CreateOrder| {
-        let input = input.clone();
-        async move { api::create_order(&input).await }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(order)) = buy.value().get() {
-            crate::go_to(&Route::Pay {
-                order_no: order.order_no,
-            });
+    let shop = LocalResource::new(load_shop);
+    // The SKU being bought, while its order is being placed.
+    let buying = RwSignal::new(None::<String>);
+    let problem = RwSignal::new(None::<String>);
+    let keys = StoredValue::new(BuyKeys::default());
+    let press = move |sku: String| {
+        if buying.read_untracked().is_some() {
+            return;
         }
-    });
-    let buy_error = move || match buy.value().get() {
-        Some(Err(err)) => Some(format!("Could not create the order: {}", describe(&err))),
-        _ => None,
+        let Some(fresh) = new_idempotency_key() else {
+            problem.set(Some(
+                "This browser cannot make the random key an order needs; please use another one."
+                    .to_owned(),
+            ));
+            return;
+        };
+        let order = CreateOrder { sku, quantity: 1 };
+        let key = keys.with_value(|keys| keys.key_for_press(&order, fresh));
+        buying.set(Some(order.sku.clone()));
+        problem.set(None);
+        spawn_local(async move {
+            let outcome = place_order(&order, key).await;
+            keys.update_value(|keys| keys.record(&order, key, &outcome));
+            match or_sign_in(outcome) {
+                // The buttons stay disabled while the payment page loads.
+                Ok(order) => go_to(&Route::Pay {
+                    order_no: order.order_no,
+                }),
+                Err(err) => {
+                    if !err.is_unauthenticated() {
+                        problem.set(Some(buy_problem_text(&err)));
+                    }
+                    buying.set(None);
+                }
+            }
+        });
     };
 
     view! {
         <section class="card" aria-labelledby="shop-title">
-            <h1 id="shop-title">"Demo shop"</h1>
+            <h1 id="shop-title">"Shop"</h1>
             {move || match shop.get() {
-                None => view! { <p class="progress">"Loading the shop\u{2026}"</p> }.into_any(),
-                Some(Err(err)) => view! {
-                    <p id="message" class="notice notice-problem" role="status">
-                        {shop_error(&err)}
+                None => EitherOf3::A(view! { <p class="progress">"Loading the shop\u{2026}"</p> }),
+                Some(Err(err)) => EitherOf3::B(view! {
+                    <p class="notice notice-problem" role="status">
+                        {format!("Could not load the shop: {}", describe(&err))}
                     </p>
-                }
-                .into_any(),
-                Some(Ok(shop)) => render_shop(shop, buy, buy_error).into_any(),
+                }),
+                Some(Ok(shop)) => EitherOf3::C(render_shop(shop, buying, problem, press)),
             }}
         </section>
     }
 }
 
 fn render_shop(
-    shop: DemoShop,
-    buy: Action<CreateOrder, Result<Order, ApiError>>,
-    buy_error: impl Fn() -> Option<String> + Send + Sync + 'static,
+    shop: Shop,
+    buying: RwSignal<Option<String>>,
+    problem: RwSignal<Option<String>>,
+    press: impl Fn(String) + Copy + 'static,
 ) -> impl IntoView {
-    let account = shop.account;
-    let currency = account.currency;
-    let request = CreateOrder {
-        account_id: account.account_id,
-        amount_cents: PRODUCT_PRICE_MINOR,
-        currency,
-    };
-    let pending = buy.pending();
+    let Shop {
+        me,
+        products,
+        orders,
+    } = shop;
+    view! {
+        {render_account(me)}
+        <h2>"Products"</h2>
+        <ul id="products" class="products">
+            {products
+                .into_iter()
+                .map(|product| render_product(product, buying, press))
+                .collect_view()}
+        </ul>
+        <p id="message" class="notice notice-problem" role="status" aria-live="polite">
+            {move || problem.get()}
+        </p>
+        <h2>"Your orders"</h2>
+        {if orders.is_empty() {
+            Either::Left(view! { <p id="no-orders">"No orders yet."</p> })
+        } else {
+            Either::Right(view! {
+                <ul id="orders" class="orders">
+                    {orders.into_iter().map(render_order).collect_view()}
+                </ul>
+            })
+        }}
+    }
+}
+
+/// Sends the order, re-sending it with the same key while no answer arrives.
+async fn place_order(order: &CreateOrder, key: Uuid) -> Result<Order, ApiError> {
+    let mut retry = 0;
+    loop {
+        match api::create_order(order, key).await {
+            Err(err) if err.is_transport_failure() => match buy_retry_delay(retry + 1) {
+                Some(delay_ms) => {
+                    TimeoutFuture::new(delay_ms).await;
+                    retry += 1;
+                }
+                None => return Err(err),
+            },
+            answered => return answered,
+        }
+    }
+}
+
+/// A new random `Idempotency-Key` (UUID v4) from the browser's CSPRNG, which
+/// every browser that runs WebAssembly has.
+///
+/// `crypto.getRandomValues`, unlike `crypto.randomUUID`, also works on a page
+/// served over plain HTTP from another host than localhost.
+fn new_idempotency_key() -> Option<Uuid> {
+    let mut bytes = [0u8; 16];
+    let crypto = web_sys::window()?.crypto().ok()?;
+    crypto.get_random_values_with_u8_array(&mut bytes).ok()?;
+    Some(uuid::Builder::from_random_bytes(bytes).into_uuid())
+}
+
+fn render_account(me: Me) -> impl IntoView {
+    let balance = me
+        .accounts
+        .iter()
+        .find(|account| account.currency == Currency::EUR)
+        .or_else(|| me.accounts.first())
+        .map(|account| format_minor(account.balance_cents, account.currency));
     view! {
         <dl class="facts">
             <div>
-                <dt>"Account"</dt>
-                <dd>
-                    <code id="account-id">{account.account_id.to_string()}</code>
-                </dd>
+                <dt>"Signed in as"</dt>
+                <dd id="shopper-email" data-testid="shopper-email">{me.email}</dd>
             </div>
             <div>
                 <dt>"Balance"</dt>
                 <dd id="balance" data-testid="balance">
-                    {format_minor(account.balance_cents, currency)}
+                    {balance.unwrap_or_else(|| "no account".to_owned())}
                 </dd>
             </div>
         </dl>
+    }
+}
 
-        <div class="product">
+fn render_product(
+    product: Product,
+    buying: RwSignal<Option<String>>,
+    press: impl Fn(String) + Copy + 'static,
+) -> impl IntoView {
+    let sku = product.sku;
+    let this_one = {
+        let sku = sku.clone();
+        move || buying.read().as_deref() == Some(sku.as_str())
+    };
+    let busy = this_one.clone();
+    view! {
+        <li class="product">
             <div>
-                <h2 class="product-name">{PRODUCT_NAME}</h2>
-                <p class="amount">{format_minor(PRODUCT_PRICE_MINOR, currency)}</p>
+                <h3 class="product-name">{product.name}</h3>
+                <p class="amount">{format_minor(product.price_cents, product.currency)}</p>
             </div>
             <button
-                id="buy-button"
-                data-testid="buy-button"
+                id=format!("buy-{sku}")
                 class="button button-primary"
                 type="button"
-                disabled=move || pending.get()
-                aria-busy=move || pending.get().to_string()
-                on:click=move |_| {
-                    buy.dispatch_local(request.clone());
-                }
+                disabled=move || buying.read().is_some()
+                aria-busy=move || busy().to_string()
+                on:click=move |_| press(sku.clone())
             >
-                {move || if pending.get() { "Creating order\u{2026}" } else { "Buy" }}
+                {move || if this_one() { "Placing order\u{2026}" } else { "Buy" }}
             </button>
-        </div>
-        <p id="message" class="notice notice-problem" role="status" aria-live="polite">
-            {buy_error}
-        </p>
-
-        <h2>"Your orders"</h2>
-        {if shop.orders.is_empty() {
-            view! { <p>"No orders yet."</p> }.into_any()
-        } else {
-            view! {
-                <ul id="orders" class="orders">
-                    {shop.orders.into_iter().map(render_order).collect_view()}
-                </ul>
-            }
-            .into_any()
-        }}
+        </li>
     }
 }
 
@@ -126,7 +224,7 @@ fn render_order(order: Order) -> impl IntoView {
     view! {
         <li class="order">
             <a href=href>
-                <code>{order.order_no.clone()}</code>
+                {order.description.clone().unwrap_or_else(|| order.order_no.clone())}
             </a>
             <span class="amount">{format_minor(order.amount_cents, order.currency)}</span>
             <StatusBadge status=order.status />
@@ -134,11 +232,11 @@ fn render_order(order: Order) -> impl IntoView {
     }
 }
 
-fn shop_error(err: &ApiError) -> String {
-    if matches!(err.code(), Some(ErrorCode::NotFound)) || err.status() == Some(404) {
-        "Demo mode is off on this server. Open a payment link (/pay/\u{2026}) instead.".to_owned()
+fn buy_problem_text(err: &ApiError) -> String {
+    if err.is_transport_failure() {
+        "We could not reach the server. Pressing \u{201c}Buy\u{201d} again is safe: it will not place a second order.".to_owned()
     } else {
-        format!("Could not load the shop: {}", describe(err))
+        format!("Could not place the order: {}", describe(err))
     }
 }
 

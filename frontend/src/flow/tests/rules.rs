@@ -293,3 +293,67 @@ fn late_answers_from_an_earlier_phase_are_ignored() {
     assert!(flow.apply(Event::TokenIssued(token(3))).is_empty());
     assert_eq!(flow, before);
 }
+
+#[test]
+fn a_lost_session_sends_the_shopper_to_sign_in_from_any_request() {
+    let signed_out = || server_error(401, ErrorCode::Unauthenticated);
+    let on_load = PayFlow::new();
+    let mut on_token = PayFlow::new();
+    on_token.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    let mut on_pay = ready();
+    on_pay.apply(Event::PayPressed);
+    let mut while_polling = ready();
+    while_polling.apply(Event::PayPressed);
+    while_polling.apply(Event::PayAccepted(accepted()));
+
+    for (mut flow, event) in [
+        (on_load, Event::OrderFetchFailed(signed_out())),
+        (on_token, Event::TokenFailed(signed_out())),
+        (on_pay, Event::PayFailed(signed_out())),
+        (while_polling, Event::OrderFetchFailed(signed_out())),
+    ] {
+        assert_eq!(flow.apply(event.clone()), vec![Effect::SignIn], "{event:?}");
+        assert_eq!(flow.phase, Phase::SignedOut);
+        assert_eq!(flow.notice, Some(Notice::SignedOut));
+        let view = flow.view();
+        assert_eq!(view.pay_button, None, "nothing to press on the way out");
+        assert_eq!(view.retry_label, None);
+    }
+}
+
+#[test]
+fn a_signed_out_page_does_nothing_more() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    assert_eq!(
+        flow.apply(Event::PayFailed(server_error(
+            401,
+            ErrorCode::Unauthenticated
+        ))),
+        vec![Effect::SignIn]
+    );
+    let before = flow.clone();
+    // A second 401, a late answer or a click: no second redirect, no request.
+    assert!(
+        flow.apply(Event::OrderFetchFailed(server_error(
+            401,
+            ErrorCode::Unauthenticated
+        )))
+        .is_empty()
+    );
+    assert!(flow.apply(Event::PayAccepted(accepted())).is_empty());
+    assert!(flow.apply(Event::PayPressed).is_empty());
+    assert!(flow.apply(Event::RetryPressed).is_empty());
+    assert_eq!(flow, before);
+}
+
+#[test]
+fn a_401_without_the_unauthenticated_code_is_not_a_lost_session() {
+    // 401 without UNAUTHENTICATED (e.g. a proxy's page) is an ordinary failure.
+    let mut flow = PayFlow::new();
+    assert!(
+        flow.apply(Event::OrderFetchFailed(ApiError::Http { status: 401 }))
+            .is_empty()
+    );
+    assert_eq!(flow.phase, Phase::OrderUnavailable);
+}

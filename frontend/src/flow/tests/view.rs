@@ -63,18 +63,22 @@ fn a_failed_payment_shows_the_reason() {
 
 #[test]
 fn the_balance_is_shown_only_for_the_account_the_order_charges() {
-    let mut account = Account {
+    let charged = Account {
         account_id: Uuid::nil(),
         balance_cents: 100_000,
         currency: eur(),
     };
+    let other = Account {
+        account_id: Uuid::from_u128(7),
+        balance_cents: 5,
+        currency: "USD".parse().expect("valid currency"),
+    };
     let pending = order(OrderStatus::Pending);
     assert_eq!(
-        balance_text(Some(&pending), Some(&account)).as_deref(),
+        balance_text(Some(&pending), &[other.clone(), charged.clone()]).as_deref(),
         Some("1,000.00 EUR")
     );
-    assert_eq!(balance_text(None, Some(&account)), None);
-    assert_eq!(balance_text(Some(&pending), None), None);
-    account.account_id = Uuid::from_u128(7);
-    assert_eq!(balance_text(Some(&pending), Some(&account)), None);
+    assert_eq!(balance_text(None, &[charged]), None);
+    assert_eq!(balance_text(Some(&pending), &[]), None);
+    assert_eq!(balance_text(Some(&pending), &[other]), None);
 }

@@ -1,13 +1,21 @@
 //! Test support: the real backend in-process on a random port (fresh database,
-//! real Redis with a per-test key prefix) serving the built `dist/`, a headless
-//! Chromium driven through its own chromedriver, and read-only database probes
-//! that say what really happened.
+//! real Redis with a per-test key prefix, demo mode with the demo shoppers)
+//! serving the built `dist/`, a headless Chromium driven through its own
+//! chromedriver and signed in through the `/signin` page, orders placed through
+//! the merchant API with exact amounts, and read-only database probes that say
+//! what really happened.
+//!
+//! Every document the browser loads records the Content-Security-Policy
+//! violations it reports (a `securitypolicyviolation` listener installed before
+//! the page's own scripts run); [`TestApp::finish`] fails a test whose last
+//! page reported any.
 //!
 //! Browser tests run one at a time (see [`BROWSER_SLOT`]): two cores do not run
 //! several Chromiums and backends at once without making timings flaky.
 
-use api_types::api::{CreateOrder, DemoShop, Order};
+use api_types::api::{CreateMerchantOrder, Order};
 use backend::config::{Config, PlatformKind};
+use backend::routes::demo::DEMO_SHOPPERS;
 use backend::startup::Application;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -31,6 +39,46 @@ static TRACING: Once = Once::new();
 
 /// How long to wait for the page to reach an expected state.
 pub const PAGE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The merchant API key the test backend accepts.
+pub const MERCHANT_API_KEY: &str = "e2e-merchant-key-0123456789abcdef0123456789";
+/// The admin token the test backend accepts.
+pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789abcdef0123456789";
+
+/// A demo shopper the backend seeds in sandbox demo mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shopper {
+    /// Sign-in email.
+    pub email: &'static str,
+    /// Sign-in password (public in the demo).
+    pub password: &'static str,
+    /// 1-based position on the sign-in page (`#demo-shopper-<n>`).
+    pub position: usize,
+}
+
+/// The first demo shopper, whom tests sign in as by default.
+pub const ADA: Shopper = Shopper {
+    email: DEMO_SHOPPERS[0].0,
+    password: DEMO_SHOPPERS[0].1,
+    position: 1,
+};
+/// The second demo shopper.
+pub const BEN: Shopper = Shopper {
+    email: DEMO_SHOPPERS[1].0,
+    password: DEMO_SHOPPERS[1].1,
+    position: 2,
+};
+
+/// Runs in every document before its own scripts (Chromium's
+/// `Page.addScriptToEvaluateOnNewDocument`, which the page's CSP does not
+/// govern): collects the CSP violations the document reports.
+const RECORD_CSP_VIOLATIONS: &str = "window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__cspViolations.push({
+    directive: e.effectiveDirective, blocked: e.blockedURI,
+    source: e.sourceFile, line: e.lineNumber, sample: e.sample,
+  });
+});";
 
 pub use testkit::workspace_root;
 
@@ -145,6 +193,13 @@ impl Browser {
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
             .expect("chromedriver opens a Chromium session");
+        client
+            .issue_cmd(Cdp {
+                cmd: "Page.addScriptToEvaluateOnNewDocument",
+                params: json!({ "source": RECORD_CSP_VIOLATIONS }),
+            })
+            .await
+            .expect("chromedriver runs a DevTools command");
         Self {
             client,
             driver,
@@ -195,6 +250,31 @@ impl fantoccini::wd::WebDriverCompatibleCommand for NetworkConditions {
     }
 }
 
+/// chromedriver's `POST /session/{id}/goog/cdp/execute`: one Chrome DevTools command.
+#[derive(Debug)]
+struct Cdp {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({ "cmd": self.cmd, "params": self.params });
+        (http::Method::POST, Some(body.to_string()))
+    }
+}
+
 /// How a test wants its backend.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -204,6 +284,9 @@ pub struct Options {
     pub callback_delay_ms: u64,
     /// Redis to use; the shared one when `None`.
     pub redis_url: Option<String>,
+    /// Whom the browser signs in as (through `/signin`) before the test starts;
+    /// nobody when `None`.
+    pub signed_in_as: Option<Shopper>,
 }
 
 impl Default for Options {
@@ -212,6 +295,17 @@ impl Default for Options {
             token_ttl_secs: 900,
             callback_delay_ms: 300,
             redis_url: None,
+            signed_in_as: Some(ADA),
+        }
+    }
+}
+
+impl Options {
+    /// The defaults with a browser that has not signed in.
+    pub fn signed_out() -> Self {
+        Self {
+            signed_in_as: None,
+            ..Self::default()
         }
     }
 }
@@ -226,7 +320,9 @@ pub struct TestApp {
     pub http: reqwest::Client,
     /// The browser.
     pub browser: Option<Browser>,
-    /// The demo account every order charges.
+    /// Ada (the first demo shopper), whom [`TestApp::create_order`] places orders for.
+    pub shopper_id: Uuid,
+    /// Ada's EUR account, which her orders charge.
     pub account_id: Uuid,
     server: JoinHandle<std::io::Result<()>>,
     /// Dropped after the server: gone when the test passes, kept when it fails.
@@ -267,6 +363,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         static_dir: Some(static_dir),
         demo: true,
         sandbox_callback_delay_ms: options.callback_delay_ms,
+        merchant_api_key: Some(MERCHANT_API_KEY.to_owned().into()),
+        admin_token: Some(ADMIN_TOKEN.to_owned().into()),
         ..Config::default()
     };
     let app = Application::build(config)
@@ -280,26 +378,36 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         .await
         .expect("the test database accepts connections");
     let http = reqwest::Client::new();
-    let shop: DemoShop = http
-        .get(format!("{address}/api/demo"))
-        .send()
-        .await
-        .and_then(|r| r.error_for_status())
-        .expect("GET /api/demo answers")
-        .json()
-        .await
-        .expect("GET /api/demo is a DemoShop");
+    let (shopper_id, account_id) = shopper_and_account(&db, ADA.email).await;
     let browser = Browser::start().await;
-    TestApp {
+    let app = TestApp {
         address,
         db,
         http,
         browser: Some(browser),
-        account_id: shop.account.account_id,
+        shopper_id,
+        account_id,
         server,
         _database: database,
         _slot: slot,
+    };
+    if let Some(shopper) = options.signed_in_as {
+        app.sign_in(shopper).await;
     }
+    app
+}
+
+/// The demo shopper's id and EUR account, as the backend seeded them.
+async fn shopper_and_account(db: &PgPool, email: &str) -> (Uuid, Uuid) {
+    sqlx::query_as(
+        "SELECT s.shopper_id, a.account_id FROM shoppers s \
+         JOIN accounts a ON a.shopper_id = s.shopper_id AND a.currency = 'EUR' \
+         WHERE s.email = $1",
+    )
+    .bind(email)
+    .fetch_one(db)
+    .await
+    .unwrap_or_else(|err| panic!("demo shopper {email} with a EUR account: {err}"))
 }
 
 impl TestApp {
@@ -308,9 +416,11 @@ impl TestApp {
         &self.browser.as_ref().expect("the browser is open").client
     }
 
-    /// Closes the browser and stops the backend; the database goes with the
-    /// app (kept, with its name printed, when the test failed).
+    /// Fails if the page now shown reported a CSP violation, then closes the
+    /// browser and stops the backend; the database goes with the app (kept,
+    /// with its name printed, when the test failed).
     pub async fn finish(mut self) {
+        self.assert_no_csp_violations().await;
         if let Some(browser) = self.browser.take() {
             browser.close().await;
         }
@@ -320,23 +430,58 @@ impl TestApp {
 
     // ---- scene setting through the API ----
 
-    /// Creates a PENDING order on the demo account.
+    /// Places a PENDING order of exactly `amount_cents` EUR for Ada, as a
+    /// merchant would (`POST /api/merchant/orders`).
     pub async fn create_order(&self, amount_cents: i64) -> Order {
-        let body = CreateOrder {
-            account_id: self.account_id,
+        let body = CreateMerchantOrder {
+            shopper_id: self.shopper_id,
             amount_cents,
             currency: "EUR".parse().expect("valid currency"),
+            description: format!("E2E order of {amount_cents} cents"),
         };
-        self.http
-            .post(format!("{}/api/orders", self.address))
+        let answer = self
+            .http
+            .post(format!("{}/api/merchant/orders", self.address))
+            .bearer_auth(MERCHANT_API_KEY)
+            .header("idempotency-key", Uuid::new_v4().to_string())
             .json(&body)
             .send()
             .await
-            .and_then(|r| r.error_for_status())
-            .expect("POST /api/orders answers 201")
-            .json()
+            .expect("POST /api/merchant/orders answers");
+        assert_eq!(
+            answer.status(),
+            reqwest::StatusCode::CREATED,
+            "merchant order: {}",
+            answer.text().await.unwrap_or_default()
+        );
+        answer.json().await.expect("an Order")
+    }
+
+    /// `GET {path}` from inside the page, with the browser's session cookie:
+    /// the status and the JSON body (null when there is none).
+    pub async fn fetch_in_browser(&self, path: &str) -> (u16, Value) {
+        let answer = self
+            .client()
+            .execute_async(
+                "const [path, done] = arguments;
+                 fetch(path, { headers: { accept: 'application/json' } })
+                   .then(async (r) => done([r.status, await r.json().catch(() => null)]))
+                   .catch((e) => done([0, String(e)]));",
+                vec![Value::from(path)],
+            )
             .await
-            .expect("an Order")
+            .unwrap_or_else(|err| panic!("fetch {path} in the page: {err}"));
+        let status = answer[0].as_u64().expect("a status") as u16;
+        (status, answer[1].clone())
+    }
+
+    /// The order as the signed-in shopper's page reads it (`GET /api/orders/{no}`).
+    pub async fn order_in_browser(&self, order_no: &str) -> Order {
+        let (status, body) = self
+            .fetch_in_browser(&format!("/api/orders/{order_no}"))
+            .await;
+        assert_eq!(status, 200, "GET /api/orders/{order_no}: {body}");
+        serde_json::from_value(body).expect("an Order")
     }
 
     // ---- the browser ----
@@ -347,6 +492,74 @@ impl TestApp {
             .goto(&format!("{}{path}", self.address))
             .await
             .expect("the page loads");
+    }
+
+    /// The path (and query) the browser shows now.
+    pub async fn current_path(&self) -> String {
+        let url = self.client().current_url().await.expect("a URL");
+        match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        }
+    }
+
+    /// Waits until the browser shows `path` (and query).
+    pub async fn wait_for_path(&self, path: &str) {
+        self.eventually(&format!("the browser to show {path}"), || async {
+            (self.current_path().await == path).then_some(())
+        })
+        .await;
+    }
+
+    /// Signs in through the `/signin` form, typing the shopper's credentials,
+    /// and waits until the page has left for the shop.
+    pub async fn sign_in(&self, shopper: Shopper) {
+        self.goto("/signin").await;
+        self.type_into("signin-email", shopper.email).await;
+        self.type_into("signin-password", shopper.password).await;
+        self.click("signin-submit").await;
+        self.wait_for_path("/").await;
+        self.eventually("the shop to show who is signed in", || async {
+            (self.text("shopper-email").await.as_deref() == Some(shopper.email)).then_some(())
+        })
+        .await;
+    }
+
+    /// Replaces the text of the input with this id, as typing does.
+    pub async fn type_into(&self, id: &str, text: &str) {
+        let input = self
+            .eventually(&format!("#{id}"), || async {
+                self.client().find(Locator::Id(id)).await.ok()
+            })
+            .await;
+        input.clear().await.expect("the input can be cleared");
+        input.send_keys(text).await.expect("keys reach the input");
+    }
+
+    /// The current value of the input with this id.
+    pub async fn value_of(&self, id: &str) -> String {
+        self.js(&format!("return document.getElementById('{id}').value;"))
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The CSP violations the current document reported (see the module doc).
+    pub async fn csp_violations(&self) -> Vec<Value> {
+        match self.js("return window.__cspViolations ?? null;").await {
+            Value::Array(violations) => violations,
+            other => panic!("the CSP violation recorder is not installed: {other}"),
+        }
+    }
+
+    /// Fails if the current document reported any CSP violation.
+    pub async fn assert_no_csp_violations(&self) {
+        let violations = self.csp_violations().await;
+        assert!(
+            violations.is_empty(),
+            "the page reported CSP violations: {violations:#?}"
+        );
     }
 
     /// Opens the payment page of `order_no` and waits until "Pay now" can be pressed.
@@ -522,15 +735,22 @@ impl TestApp {
             .expect("the order exists")
     }
 
-    /// The demo account's `(opening, current)` balance.
+    /// Ada's `(opening, current)` EUR balance.
     pub async fn balances(&self) -> (i64, i64) {
+        self.balances_of(ADA).await
+    }
+
+    /// A demo shopper's `(opening, current)` EUR balance.
+    pub async fn balances_of(&self, shopper: Shopper) -> (i64, i64) {
         sqlx::query_as(
-            "SELECT opening_balance_cents, balance_cents FROM accounts WHERE account_id = $1",
+            "SELECT a.opening_balance_cents, a.balance_cents FROM accounts a \
+             JOIN shoppers s ON s.shopper_id = a.shopper_id \
+             WHERE s.email = $1 AND a.currency = 'EUR'",
         )
-        .bind(self.account_id)
+        .bind(shopper.email)
         .fetch_one(&self.db)
         .await
-        .expect("the demo account exists")
+        .expect("the demo shopper's account exists")
     }
 
     /// Fails unless the order was charged exactly once, by one attempt, and the

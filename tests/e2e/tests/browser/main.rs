@@ -2,13 +2,18 @@
 //! the real backend (in-process, fresh PostgreSQL database, real Redis) serving
 //! the built page from `dist/` (build it first: `scripts/build-frontend.sh`).
 //!
-//! Each test checks what the page shows against what the database holds:
-//! tokens issued, payment attempts, ledger charges and the balance.
+//! Each test signs in through the `/signin` page (as a demo shopper) unless it
+//! is about being signed out, and checks what the page shows against what the
+//! database holds: tokens issued, payment attempts, ledger charges and balances.
 
+mod csp;
 mod expired_token;
 mod helpers;
 mod many_clicks;
 mod offline_while_paying;
+mod ownership;
 mod pay_once;
 mod redis_outage;
 mod reload_in_flight;
+mod sign_in;
+mod sign_out;

@@ -1,20 +1,37 @@
 //! The happy path: shop, payment page, one press, one charge, a receipt.
 
-use crate::helpers::spawn_app;
-use api_types::api::Order;
+use crate::helpers::{ADA, spawn_app};
+use api_types::api::Product;
 use fantoccini::Locator;
 use fantoccini::key::Key;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buying_then_paying_once_charges_once_and_shows_the_receipt() {
-    // Arrange: the shop shows the demo account; "Buy" opens the new order's payment page.
+    // Arrange: Ada is signed in; the shop shows her balance and the catalogue,
+    // and "Buy" opens the new order's payment page.
     let app = spawn_app().await;
+    let catalogue: Vec<Product> = app
+        .http
+        .get(format!("{}/api/products", app.address))
+        .send()
+        .await
+        .expect("GET /api/products")
+        .json()
+        .await
+        .expect("the catalogue");
+    let mug = catalogue
+        .iter()
+        .find(|p| p.sku == "mug")
+        .expect("the demo catalogue sells a mug");
+    assert_eq!(mug.price_cents, 1_250, "the demo mug's price");
     app.goto("/").await;
-    app.eventually("the shop's Buy button", || async {
-        app.is_present("buy-button").await.then_some(())
+    app.eventually("the shop's Buy button for the mug", || async {
+        app.is_present("buy-mug").await.then_some(())
     })
     .await;
+    assert_eq!(app.text("shopper-email").await.as_deref(), Some(ADA.email));
     assert_eq!(app.text("balance").await.as_deref(), Some("1,000.00 EUR"));
+    assert!(app.is_present("no-orders").await, "no orders yet");
     // The backend runs PLATFORM=sandbox: the page says so, since no money moves.
     let badge = app
         .eventually("the sandbox badge", || async {
@@ -23,7 +40,7 @@ async fn buying_then_paying_once_charges_once_and_shows_the_receipt() {
         .await;
     assert_eq!(badge.to_lowercase(), "sandbox");
     app.screenshot("shop").await;
-    app.click("buy-button").await;
+    app.click("buy-mug").await;
     app.wait_for_pay_button().await;
     let url = app.client().current_url().await.expect("a URL");
     let order_no = url
@@ -31,15 +48,16 @@ async fn buying_then_paying_once_charges_once_and_shows_the_receipt() {
         .strip_prefix("/pay/")
         .expect("the shop navigated to /pay/{order_no}")
         .to_owned();
-    let order: Order = app
-        .http
-        .get(format!("{}/api/orders/{order_no}", app.address))
-        .send()
-        .await
-        .expect("GET order")
-        .json()
-        .await
-        .expect("an Order");
+    let order = app.order_in_browser(&order_no).await;
+    assert_eq!(
+        order.amount_cents, mug.price_cents,
+        "priced from the catalogue"
+    );
+    assert_eq!(order.account_id, app.account_id, "on Ada's account");
+    assert_eq!(
+        app.text("description").await.as_deref(),
+        Some("Stoneware mug")
+    );
 
     // The page load asked for exactly one token and shows amount, status and balance.
     assert_eq!(
@@ -97,6 +115,26 @@ async fn buying_then_paying_once_charges_once_and_shows_the_receipt() {
     assert!(!app.is_present("pay-button").await);
     assert_eq!(app.tokens_issued(&order_no).await, 1);
     app.assert_charged_once(&order).await;
+
+    // The shop lists the paid order, and the balance is down by the price, once.
+    app.client()
+        .set_window_size(1280, 900)
+        .await
+        .expect("the window can be resized");
+    app.goto("/").await;
+    app.eventually("the shop to list the paid order", || async {
+        app.is_present("orders").await.then_some(())
+    })
+    .await;
+    assert_eq!(app.text("balance").await.as_deref(), Some("987.50 EUR"));
+    let listed = app
+        .client()
+        .find_all(Locator::Css("#orders .order"))
+        .await
+        .expect("the order list");
+    assert_eq!(listed.len(), 1, "one order placed by one press");
+    let (opening, current) = app.balances().await;
+    assert_eq!(opening - current, mug.price_cents, "charged the price once");
     app.finish().await;
 }
 
