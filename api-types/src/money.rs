@@ -98,6 +98,21 @@ fn group_thousands(value: u64) -> String {
     out
 }
 
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Currency {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some("^[A-Z]{3}$"))
+            .description(Some("ISO 4217 currency code, three capital letters"))
+            .examples(["EUR"])
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Currency {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,18 +163,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(feature = "openapi")]
-impl utoipa::PartialSchema for Currency {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .pattern(Some("^[A-Z]{3}$"))
-            .description(Some("ISO 4217 currency code, three capital letters"))
-            .examples(["EUR"])
-            .into()
-    }
-}
-
-#[cfg(feature = "openapi")]
-impl utoipa::ToSchema for Currency {}
