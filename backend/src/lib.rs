@@ -21,6 +21,7 @@ pub mod limits;
 pub mod order_no;
 pub mod platform;
 pub mod routes;
+pub mod schema;
 pub mod serve;
 pub mod startup;
 pub mod state;
