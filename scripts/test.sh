@@ -24,11 +24,14 @@ step "Tools for the payment page"
 step "Tools for the checks"
 bash scripts/install-check-tools.sh
 
-step "Dropping databases kept by failed tests of earlier runs"
+step "Dropping databases and roles kept by failed tests of earlier runs"
 pg_admin="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}/postgres"
 psql "$pg_admin" -Atc \
     "SELECT datname FROM pg_database WHERE datname LIKE 'checkout\_test\_%' OR datname LIKE 'e2e\_%'" |
     while read -r db; do psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
+# Roles of db_roles.rs that a killed test run left behind (their databases are gone now).
+psql "$pg_admin" -Atc "SELECT rolname FROM pg_roles WHERE rolname LIKE 'checkout\_test\_%'" |
+    while read -r role; do psql -q "$pg_admin" -c "DROP OWNED BY \"$role\"; DROP ROLE IF EXISTS \"$role\""; done
 
 step "Compile-time SQL data (.sqlx/) is fresh"
 bash scripts/check-sqlx.sh

@@ -39,14 +39,28 @@ impl PlatformKind {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "backend", about = "The exactly-once checkout backend", version)]
 pub struct Config {
-    /// PostgreSQL; the database is created if missing and migrated at start.
+    /// PostgreSQL, as the role the app serves with. Without DATABASE_MIGRATION_URL
+    /// the database is also created if missing and migrated at start with it.
     #[arg(
         long,
         env = env::DATABASE_URL,
         default_value = "postgres://postgres@127.0.0.1:5432/checkout",
-        hide_env_values = true
+        hide_env_values = true,
+        global = true
     )]
     pub database_url: String,
+
+    /// PostgreSQL as the role that owns the schema: when set, creating the
+    /// database and the migrations use it (over one short-lived connection), and
+    /// the role in DATABASE_URL only reads and writes rows (docs/SECURITY.md).
+    #[arg(
+        long,
+        env = env::DATABASE_MIGRATION_URL,
+        hide_env_values = true,
+        global = true,
+        value_parser = secret
+    )]
+    pub database_migration_url: Option<SecretString>,
 
     /// Redis, used as the request-token store only.
     #[arg(long, env = env::REDIS_URL, default_value = "redis://127.0.0.1:6379", hide_env_values = true)]
@@ -122,6 +136,19 @@ pub struct Config {
     /// Largest number of PostgreSQL connections.
     #[arg(long, env = env::DATABASE_MAX_CONNECTIONS, default_value_t = 20)]
     pub database_max_connections: u32,
+
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// A one-shot job instead of serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Subcommand)]
+pub enum Command {
+    /// Create the database if missing, apply the migrations and create the
+    /// session table, with DATABASE_MIGRATION_URL (else DATABASE_URL); print what
+    /// was done and exit. For deploys that migrate in a step of their own.
+    Migrate,
 }
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
@@ -133,6 +160,7 @@ impl Default for Config {
         // Parsing no arguments yields the documented defaults without reading the environment.
         Self {
             database_url: "postgres://postgres@127.0.0.1:5432/checkout".into(),
+            database_migration_url: None,
             redis_url: "redis://127.0.0.1:6379".into(),
             redis_key_prefix: "checkout:".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
@@ -150,6 +178,7 @@ impl Default for Config {
             demo: false,
             sandbox_callback_delay_ms: 500,
             database_max_connections: 20,
+            command: None,
         }
     }
 }
@@ -454,11 +483,39 @@ mod tests {
         let config = Config {
             webhook_secret: Some(secret.clone()),
             admin_token: Some(SecretString::from("admin-token-value-that-is-long-enough")),
+            database_migration_url: Some(SecretString::from(
+                "postgres://checkout_owner:owner-password@127.0.0.1/checkout",
+            )),
             ..Config::default()
         };
         let shown = format!("{config:?}");
         use secrecy::ExposeSecret;
         assert!(!shown.contains(&secret.expose_secret()[6..]));
         assert!(!shown.contains("admin-token-value"));
+        assert!(!shown.contains("owner-password"));
+    }
+
+    #[test]
+    fn migrate_is_a_subcommand_that_reads_the_database_urls() {
+        let config = Config::try_parse_from([
+            "backend",
+            "migrate",
+            "--database-migration-url",
+            "postgres://owner@db/checkout",
+        ])
+        .expect("parses");
+        assert_eq!(config.command, Some(Command::Migrate));
+        use secrecy::ExposeSecret;
+        assert_eq!(
+            config
+                .database_migration_url
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+            Some("postgres://owner@db/checkout")
+        );
+        assert_eq!(
+            Config::try_parse_from(["backend"]).expect("parses").command,
+            None
+        );
     }
 }

@@ -3,8 +3,11 @@
 //! backend as a process (storm, bench, the fault tests) set them by these names.
 //! `.env.example` explains each one.
 
-/// PostgreSQL URL; the database is created if missing.
+/// PostgreSQL URL of the role the app serves with; the database is created if
+/// missing (and migrated with it when `DATABASE_MIGRATION_URL` is unset).
 pub const DATABASE_URL: &str = "DATABASE_URL";
+/// PostgreSQL URL of the role that owns the schema and runs the migrations.
+pub const DATABASE_MIGRATION_URL: &str = "DATABASE_MIGRATION_URL";
 /// Largest number of PostgreSQL connections in the pool.
 pub const DATABASE_MAX_CONNECTIONS: &str = "DATABASE_MAX_CONNECTIONS";
 /// Redis URL (request tokens only).
@@ -59,6 +62,7 @@ pub const RUST_LOG: &str = "RUST_LOG";
 /// Every variable above: `.env.example` must explain each one (a test checks).
 pub const ALL: &[&str] = &[
     DATABASE_URL,
+    DATABASE_MIGRATION_URL,
     DATABASE_MAX_CONNECTIONS,
     REDIS_URL,
     REDIS_KEY_PREFIX,

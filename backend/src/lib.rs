@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod order_no;
 pub mod platform;
 pub mod routes;
+pub mod schema;
 pub mod serve;
 pub mod startup;
 pub mod state;

@@ -1,7 +1,7 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
 use crate::auth::session;
-use crate::config::{Config, PlatformChoice, PlatformKind};
+use crate::config::{Command, Config, PlatformChoice, PlatformKind};
 use crate::error::ApiError;
 use crate::limits::Limits;
 use crate::openapi::ApiDoc;
@@ -17,9 +17,8 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::middleware;
-use sqlx::migrate::MigrateDatabase;
-use sqlx::postgres::PgPoolOptions;
-use sqlx::{PgPool, Postgres};
+use secrecy::ExposeSecret;
+use sqlx::PgPool;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +45,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_CONNECTIONS: usize = 1024;
 
 /// The migrations in `migrations/`, embedded at compile time.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+pub use crate::schema::MIGRATOR;
 
 /// A built application: bound to its port, migrated, ready to serve.
 pub struct Application {
@@ -57,11 +56,21 @@ pub struct Application {
 
 impl Application {
     /// Creates the database if missing, migrates it, connects, binds. Port 0 picks a free port.
+    /// With `DATABASE_MIGRATION_URL`, the migrations run with that role and the
+    /// serving pool (`DATABASE_URL`) runs no DDL ([`crate::schema::prepare`]).
     ///
     /// Refuses a configuration [`Config::settle`] refuses before connecting to anything.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let settled = config.settle()?;
-        let db = connect_and_migrate(&config.database_url, config.database_max_connections).await?;
+        let db = crate::schema::prepare(
+            &config.database_url,
+            config
+                .database_migration_url
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+            config.database_max_connections,
+        )
+        .await?;
 
         let webhook = settled.webhook_secret;
         if settled.secret_generated {
@@ -211,11 +220,26 @@ fn sandbox(
 /// Starts the backend from the environment and serves until stopped: what
 /// `main` does. A refused configuration or a failed start prints one line
 /// (`error: ...` with its causes) and exits 2, instead of a debug dump.
+///
+/// `backend migrate` applies the migrations (with `DATABASE_MIGRATION_URL`, else
+/// `DATABASE_URL`), prints what it did and exits 0, for deploys that migrate in a
+/// step of their own.
 pub async fn run_from_env() -> std::process::ExitCode {
     use clap::Parser;
     crate::telemetry::init();
     let config = Config::parse();
     let result = async {
+        if config.command == Some(Command::Migrate) {
+            let url = config
+                .database_migration_url
+                .as_ref()
+                .map_or(config.database_url.as_str(), ExposeSecret::expose_secret);
+            let migrated = crate::schema::migrate(url).await?;
+            for line in migrated.report() {
+                println!("{line}");
+            }
+            return anyhow::Ok(());
+        }
         crate::faults::arm_from_env()?;
         let app = Application::build(config).await?;
         app.run_until_stopped().await?;
@@ -231,50 +255,14 @@ pub async fn run_from_env() -> std::process::ExitCode {
     }
 }
 
-/// Creates the database if it does not exist, opens a pool and applies the migrations.
+/// Creates the database if it does not exist, applies the pending migrations
+/// and opens a pool, all with one URL (the bench and one-role setups; the
+/// backend itself goes through [`crate::schema::prepare`]).
 pub async fn connect_and_migrate(
     database_url: &str,
     max_connections: u32,
 ) -> anyhow::Result<PgPool> {
-    if !Postgres::database_exists(database_url)
-        .await
-        .with_context(|| format!("cannot reach PostgreSQL at {}", redact(database_url)))?
-    {
-        tracing::info!(database = %redact(database_url), "creating the database");
-        if let Err(err) = Postgres::create_database(database_url).await {
-            // Another process may have created it at the same moment.
-            if !Postgres::database_exists(database_url)
-                .await
-                .unwrap_or(false)
-            {
-                return Err(err).context("cannot create the database");
-            }
-        }
-    }
-    let db = PgPoolOptions::new()
-        .max_connections(max_connections)
-        // A missing database must turn into a quick 503, not a hung request.
-        .acquire_timeout(Duration::from_secs(3))
-        // No health-check round trip at every checkout (it cost 10-15% of callback
-        // throughput, docs/BENCHMARKS.md): a dead connection fails its first
-        // statement instead, the request answers 503, the platform retries, and
-        // sqlx drops the connection.
-        .test_before_acquire(false)
-        .connect(database_url)
-        .await
-        .context("cannot connect to the database")?;
-    MIGRATOR.run(&db).await.context("cannot apply migrations")?;
-    Ok(db)
-}
-
-fn redact(url: &str) -> String {
-    match url.split_once('@') {
-        Some((scheme_and_user, host)) => {
-            let scheme = scheme_and_user.split("://").next().unwrap_or("postgres");
-            format!("{scheme}://***@{host}")
-        }
-        None => url.to_owned(),
-    }
+    crate::schema::prepare(database_url, None, max_connections).await
 }
 
 /// What guards shoppers' browsers ([`crate::web_security`]) and their sessions.

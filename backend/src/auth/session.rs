@@ -25,15 +25,15 @@ const SHOPPER_KEY: &str = "shopper_id";
 /// The session's key marking a demo shopper's session.
 const DEMO_KEY: &str = "demo";
 
-/// Creates the session table (schema `tower_sessions`) and returns the layer
-/// that loads and saves sessions; expired rows are deleted every 10 minutes.
+/// The layer that loads and saves sessions; expired rows are deleted every 10
+/// minutes. The table (`tower_sessions.session`) is created with the migrations
+/// ([`crate::schema`]), so the serving role needs no DDL here.
 pub async fn layer(
     db: &PgPool,
     idle: Duration,
     secure: bool,
 ) -> anyhow::Result<SessionManagerLayer<PostgresStore>> {
     let store = PostgresStore::new(db.clone());
-    store.migrate().await?;
     let sweeper = store.clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(600));

@@ -83,6 +83,12 @@ pub async fn spawn_app() -> TestApp {
 
 /// Starts the app after `adjust` changed the configuration.
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_app_on(TestDatabase::new("checkout_test"), adjust).await
+}
+
+/// Starts the app on `database` (`DATABASE_URL` is its URL unless `adjust`
+/// changes it); the database is dropped with the app.
+pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {
     TRACING.call_once(|| {
         if std::env::var("TEST_LOG").is_ok() {
             backend::telemetry::init();
@@ -90,7 +96,6 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     });
     let id = Uuid::new_v4().simple().to_string();
     let secret = CallbackSecret::generate();
-    let database = TestDatabase::new("checkout_test");
     let mut config = Config {
         database_url: database.url(),
         redis_url: testkit::redis_url(),

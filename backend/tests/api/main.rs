@@ -6,6 +6,7 @@ mod browser_defences;
 mod callback_fuzz;
 mod callbacks;
 mod connections;
+mod db_roles;
 mod health;
 mod helpers;
 mod holds;

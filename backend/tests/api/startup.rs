@@ -144,3 +144,83 @@ fn the_published_example_webhook_secret_is_refused() {
     ));
     assert!(line.contains("published example"), "{line}");
 }
+
+/// A query's single value, run by psql on `database_url`.
+fn psql_value(database_url: &str, sql: &str) -> String {
+    let output = Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            database_url,
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        output.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[test]
+fn backend_migrate_creates_and_migrates_the_database_says_so_and_exits_0() {
+    let database = testkit::TestDatabase::new("checkout_test");
+    let migrate = || {
+        Command::new(env!("CARGO_BIN_EXE_backend"))
+            .arg("migrate")
+            .env_clear()
+            // No PLATFORM and no secrets: migrating needs only the database.
+            .env("DATABASE_URL", database.url())
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("the backend binary runs")
+    };
+
+    let first = migrate();
+
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        said.contains(&format!("database \"{}\" (created)", database.name())),
+        "{said}"
+    );
+    assert!(said.contains("applied migration 20261202000001"), "{said}");
+    assert!(said.contains("applied migration 20261203000001"), "{said}");
+    assert!(said.contains("applied 2 of 2"), "{said}");
+    assert_eq!(
+        psql_value(
+            &database.url(),
+            "SELECT count(*) FROM _sqlx_migrations WHERE success"
+        ),
+        "2"
+    );
+    assert_eq!(
+        psql_value(
+            &database.url(),
+            "SELECT to_regclass('tower_sessions.session') IS NOT NULL"
+        ),
+        "t"
+    );
+
+    let second = migrate();
+
+    let said = String::from_utf8_lossy(&second.stdout).into_owned();
+    assert_eq!(second.status.code(), Some(0), "{said}");
+    assert!(said.contains("(exists)"), "{said}");
+    assert!(
+        said.contains("all 2 migrations were already applied"),
+        "{said}"
+    );
+    assert!(!said.contains("applied migration"), "{said}");
+}
