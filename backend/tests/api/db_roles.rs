@@ -402,15 +402,16 @@ async fn an_app_role_alone_never_migrates_and_starts_once_the_owner_migrated_in_
         "{}",
         String::from_utf8_lossy(&migrated.stderr)
     );
+    let all = backend::startup::MIGRATOR.iter().count();
     assert!(
-        stdout(&migrated).contains("schema is current: applied 2 of 2"),
+        stdout(&migrated).contains(&format!("schema is current: applied {all} of {all}")),
         "{}",
         stdout(&migrated)
     );
     let again = run_backend(&["migrate"], &[("DATABASE_URL", &roles.owner_url())]);
     assert_eq!(again.status.code(), Some(0));
     assert!(
-        stdout(&again).contains("all 2 migrations were already applied"),
+        stdout(&again).contains(&format!("all {all} migrations were already applied")),
         "{}",
         stdout(&again)
     );
