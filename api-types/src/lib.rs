@@ -1,7 +1,8 @@
 //! Wire types shared by the checkout backend and the payment page.
 //!
 //! This crate holds data only: request and answer DTOs ([`api`]), the order
-//! state machine's states and its one transition rule ([`status`]), money in
+//! state machine's states and its one transition rule ([`status`]), the
+//! payment attempt's ([`attempt`]), money in
 //! integer minor units ([`money`]), the other fixed sets of names the backend
 //! stores and shows ([`enums`]) and the error body with its stable codes
 //! ([`error`]). It has no business logic and compiles for `wasm32` and native.
@@ -11,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod attempt;
 pub mod enums;
 pub mod error;
 pub mod money;
@@ -20,6 +22,7 @@ pub mod status;
 #[cfg(feature = "sqlx")]
 mod pg_text;
 
+pub use attempt::AttemptStatus;
 pub use enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, UnknownName};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use money::{Currency, CurrencyError, format_minor};

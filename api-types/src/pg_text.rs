@@ -9,7 +9,7 @@
 //! such a value makes each new connection look its OID up first.
 
 use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind};
-use crate::{Currency, OrderStatus};
+use crate::{AttemptStatus, Currency, OrderStatus};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueRef};
@@ -45,6 +45,7 @@ macro_rules! text_column {
 
 text_column!(
     OrderStatus,
+    AttemptStatus,
     Currency,
     CallbackType,
     CallbackOutcome,

@@ -10,6 +10,7 @@
 //!   INSERT payment_ledger (CHARGE) ON CONFLICT DO NOTHING
 //!   UPDATE orders SET status='PAID' WHERE order_no=$1 AND status='PENDING'
 //!   UPDATE accounts SET balance=balance-$2, held=held-$3 WHERE ...  -- charge, capture the hold
+//!   UPDATE payment_attempts SET status='SUCCEEDED' WHERE order_no=$1 AND status is open
 //!   INSERT callback_deliveries
 //! COMMIT                                             -- only then answer 200
 //! ```
@@ -19,6 +20,7 @@
 
 use crate::db::accounts;
 use crate::db::anomalies;
+use crate::db::attempts;
 use crate::db::callbacks::{self, NewCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::db::ledger::{self, NewCharge};
@@ -26,7 +28,7 @@ use crate::db::orders::{self, LockedOrder};
 use crate::error::ApiError;
 use crate::faults;
 use api_types::api::{CallbackAck, CallbackEvent, CallbackType};
-use api_types::{AnomalyKind, CallbackOutcome, OrderStatus};
+use api_types::{AnomalyKind, AttemptStatus, CallbackOutcome, OrderStatus};
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
 
@@ -59,6 +61,7 @@ pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
         ledger::INSERT_CHARGE_SQL,
         orders::MARK_PAID_SQL,
         accounts::DEDUCT_SQL,
+        attempts::SETTLE_SQL,
         deliveries::RECORD_SQL,
     ],
 };
@@ -260,6 +263,7 @@ async fn execute(
             {
                 return Err(broken("balance dropped"));
             }
+            attempts::settle(&mut **tx, &order.order_no, AttemptStatus::Succeeded).await?;
             None
         }
         Decision::FailOrder { reason, anomaly } => {
@@ -271,6 +275,7 @@ async fn execute(
             {
                 return Err(broken("hold missing"));
             }
+            attempts::settle(&mut **tx, &order.order_no, AttemptStatus::Failed).await?;
             anomaly.map(|kind| {
                 let details = json!({
                     "balance_cents": order.balance_cents,

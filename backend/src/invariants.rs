@@ -7,7 +7,9 @@
 //! 4. per account: opening balance - current balance = sum of its `CHARGE` rows, and never negative;
 //! 5. a PAID order has `paid_at`, a FAILED one a reason, a PENDING one neither;
 //! 6. per account: held = sum of the amounts of its PENDING orders that have a
-//!    payment attempt, and balance >= held >= 0 (funds held at pay).
+//!    payment attempt, and balance >= held >= 0 (funds held at pay);
+//! 7. an attempt agrees with its order: SUCCEEDED exactly when the order is
+//!    PAID, FAILED only for a FAILED order, and an open attempt only for a PENDING one.
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -130,6 +132,22 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
         violations.push(format!(
             "account {}: holds {} (balance {}) but its PENDING orders with a payment attempt total {}",
             row.account_id, row.held_cents, row.balance_cents, row.expected
+        ));
+    }
+
+    let disagreeing = sqlx::query!(
+        r#"SELECT p.payment_id, p.status AS attempt, o.order_no, o.status AS "order"
+           FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
+           WHERE (p.status = 'SUCCEEDED') <> (o.status = 'PAID')
+              OR (p.status = 'FAILED' AND o.status <> 'FAILED')
+              OR (p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status <> 'PENDING')"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in disagreeing {
+        violations.push(format!(
+            "attempt {} is {} but its order {} is {}",
+            row.payment_id, row.attempt, row.order_no, row.order
         ));
     }
 

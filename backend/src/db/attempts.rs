@@ -1,7 +1,7 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
 use crate::tokens::TokenFingerprint;
-use api_types::Currency;
+use api_types::{AttemptStatus, Currency};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -107,11 +107,14 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Resul
     .await
 }
 
-/// Marks an attempt as accepted by the payment platform.
+/// Marks an attempt as accepted by the payment platform: `SUBMITTED`, unless
+/// a result settled it first (a callback can beat this bookkeeping).
 #[tracing::instrument(name = "db.attempts.mark_submitted", skip(db))]
 pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::Result<()> {
     sqlx::query!(
-        "UPDATE payment_attempts SET submitted_at = now()
+        "UPDATE payment_attempts
+         SET submitted_at = now(),
+             status = CASE WHEN status IN ('CREATED', 'UNKNOWN') THEN 'SUBMITTED' ELSE status END
          WHERE payment_id = $1 AND submitted_at IS NULL",
         payment_id,
     )
@@ -120,14 +123,49 @@ pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::
     Ok(())
 }
 
+/// A hand-over whose answer was lost (timeout, 5xx, connection dropped): the
+/// platform may or may not have the payment. `UNKNOWN`, never `FAILED`; the
+/// dispatcher sends it again with the same idempotency key.
+#[tracing::instrument(name = "db.attempts.mark_unknown", skip(db))]
+pub async fn mark_unknown(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE payment_attempts SET status = 'UNKNOWN'
+         WHERE payment_id = $1 AND status = 'CREATED'",
+        payment_id,
+    )
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// SQL of [`settle`], a step of the callback transaction (the benchmark replays it).
+pub const SETTLE_SQL: &str = include_str!("../../sql/callback/settle_attempt.sql");
+
+/// Moves the order's open attempt (if it has one) to the final `status` its
+/// result gave, in the transaction that applies the result.
+#[tracing::instrument(name = "db.attempts.settle", skip(db))]
+pub async fn settle(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    status: AttemptStatus,
+) -> sqlx::Result<()> {
+    sqlx::query_file!("sql/callback/settle_attempt.sql", order_no, status.as_str())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// Marks the attempts of still-PENDING orders as not handed over (see
 /// `Platform::forget_in_process_hand_overs`). Returns how many.
 #[tracing::instrument(name = "db.attempts.reset_submitted_of_pending_orders", skip(db))]
 pub async fn reset_submitted_of_pending_orders(db: impl PgExecutor<'_>) -> sqlx::Result<u64> {
     let result = sqlx::query!(
-        "UPDATE payment_attempts a SET submitted_at = NULL
+        "UPDATE payment_attempts a
+         SET submitted_at = NULL,
+             status = CASE WHEN a.status = 'SUBMITTED' THEN 'UNKNOWN' ELSE a.status END
          FROM orders o
-         WHERE o.order_no = a.order_no AND o.status = 'PENDING' AND a.submitted_at IS NOT NULL",
+         WHERE o.order_no = a.order_no AND o.status = 'PENDING' AND a.submitted_at IS NOT NULL
+           AND a.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')",
     )
     .execute(db)
     .await?;
@@ -149,7 +187,8 @@ pub async fn list_unsubmitted(
         r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
                   response_status, response_body, submitted_at
            FROM payment_attempts
-           WHERE submitted_at IS NULL AND created_at < now() - make_interval(secs => $1)
+           WHERE submitted_at IS NULL AND status IN ('CREATED', 'UNKNOWN')
+             AND created_at < now() - make_interval(secs => $1)
            ORDER BY created_at LIMIT $2"#,
         min_age_secs,
         limit,

@@ -30,7 +30,17 @@ pub async fn dispatch(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&attempt.payment_id);
-    let platform_payment_id = result?;
+    let platform_payment_id = match result {
+        Ok(id) => id,
+        Err(err @ super::HandOverError::Unknown(_)) => {
+            if attempts::mark_unknown(db, attempt.payment_id).await? {
+                tracing::warn!(payment_id = %attempt.payment_id, error = %err,
+                    "hand-over outcome unknown: the attempt is UNKNOWN (not failed) and will be sent again with the same key");
+            }
+            return Err(err.into());
+        }
+        Err(err) => return Err(err.into()),
+    };
     attempts::mark_submitted(db, attempt.payment_id).await?;
     tracing::info!(payment_id = %attempt.payment_id, %platform_payment_id, "payment handed to the platform");
     Ok(())

@@ -104,7 +104,7 @@ impl Platform {
     }
 
     /// Hands the payment over; `Ok` once the platform has it.
-    pub(crate) async fn hand_over(&self, attempt: &AttemptRow) -> anyhow::Result<String> {
+    pub(crate) async fn hand_over(&self, attempt: &AttemptRow) -> Result<String, HandOverError> {
         let request = CreatePayment {
             order_no: attempt.order_no.clone(),
             amount_cents: attempt.amount_cents,
@@ -119,17 +119,43 @@ impl Platform {
                     .header("idempotency-key", &key)
                     .json(&request)
                     .send()
-                    .await?;
+                    .await
+                    .map_err(|err| HandOverError::Unknown(err.into()))?;
                 let status = response.status();
                 let body: serde_json::Value = response.json().await.unwrap_or_default();
-                anyhow::ensure!(status.is_success(), "platform answered {status}: {body}");
+                if status.is_client_error() {
+                    return Err(HandOverError::Refused(format!(
+                        "platform answered {status}: {body}"
+                    )));
+                }
+                if !status.is_success() {
+                    return Err(HandOverError::Unknown(anyhow::anyhow!(
+                        "platform answered {status}: {body}"
+                    )));
+                }
                 Ok(body["payment_id"].as_str().unwrap_or_default().to_owned())
             }
             #[cfg(feature = "sandbox")]
             Mode::InProcess(simulator) => {
-                let (payment, _) = simulator.create_payment(&key, request).await?;
+                let (payment, _) = simulator
+                    .create_payment(&key, request)
+                    .await
+                    .map_err(|err| HandOverError::Unknown(err.into()))?;
                 Ok(payment.payment_id)
             }
         }
     }
+}
+
+/// Why a hand-over did not end with the platform's acceptance.
+#[derive(Debug, thiserror::Error)]
+pub enum HandOverError {
+    /// No answer, or a 5xx: the platform may or may not have the payment.
+    /// The attempt becomes `UNKNOWN` and is sent again with the same key.
+    #[error("outcome unknown: {0:#}")]
+    Unknown(anyhow::Error),
+    /// A 4xx: the platform did not take it (our request was wrong). The attempt
+    /// stays `CREATED` and is sent again; a person should look at the log.
+    #[error("refused: {0}")]
+    Refused(String),
 }

@@ -2,6 +2,7 @@
 //! against real PostgreSQL (a fresh database per test) and real Redis.
 
 mod admin;
+mod attempts;
 mod browser_defences;
 mod callback_fuzz;
 mod callbacks;

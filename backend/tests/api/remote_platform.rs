@@ -192,3 +192,81 @@ async fn the_platform_endpoint_says_remote_when_payments_go_over_http() {
         serde_json::json!({"platform": "remote", "sandbox": false, "demo_shoppers": []})
     );
 }
+
+/// The status of the order's payment attempt, read from the database.
+async fn attempt_status(app: &TestApp, order_no: &str) -> Option<String> {
+    sqlx::query_scalar("SELECT status FROM payment_attempts WHERE order_no = $1")
+        .bind(order_no)
+        .fetch_optional(&app.db)
+        .await
+        .expect("attempt status")
+}
+
+#[tokio::test]
+async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once() {
+    let secret = CallbackSecret::generate();
+    // The platform accepts the payment but answers 503, and takes 3 s to decide:
+    // long enough to see the attempt UNKNOWN before the result settles it.
+    let simulator = Simulator::new(SimConfig {
+        secret: secret.clone(),
+        schedule: Schedule::Fixed {
+            interval: Duration::from_millis(100),
+            count: 20,
+        },
+        processing_delay: Duration::from_secs(3),
+        chaos: Chaos {
+            lose_create_answer: true,
+            ..Chaos::default()
+        },
+        ..SimConfig::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let router = simulator.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let app = spawn_app_with(|c| {
+        c.webhook_secret = Some(SecretString::from(secret.expose()));
+        c.platform = Some(PlatformKind::Remote);
+        c.platform_url = Some(url);
+    })
+    .await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let token = app.request_token(&order.order_no).await;
+
+    assert_eq!(
+        app.pay(&order.order_no, token).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let status = attempt_status(&app, &order.order_no)
+            .await
+            .unwrap_or_default();
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        if status == "SUCCEEDED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    assert!(
+        seen.contains(&"UNKNOWN".to_owned()),
+        "the lost answer made it UNKNOWN: {seen:?}"
+    );
+    assert!(!seen.contains(&"FAILED".to_owned()), "{seen:?}");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("SUCCEEDED"),
+        "{seen:?}"
+    );
+    let order = app.wait_until_final(&order.order_no).await;
+    assert_eq!(order.status, OrderStatus::Paid);
+    assert_eq!(app.balance(&account).await, 7_500);
+    assert_eq!(app.count("payment_ledger").await, 1);
+    assert_eq!(app.count("anomalies").await, 0);
+    app.assert_invariants().await;
+}

@@ -15,7 +15,7 @@ use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
 use backend::charge::{DUPLICATE_SQL, Decision, NEW_CHARGE_SQL};
-use backend::db::{accounts, callbacks, deliveries, ledger, orders};
+use backend::db::{accounts, attempts, callbacks, deliveries, ledger, orders};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,6 +86,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
             plain(&[":account_id", ":amount_cents", ":hold_cents"])
         }
+        (CallbackPath::New, s) if s == attempts::SETTLE_SQL => plain(&[":order_no", "'SUCCEEDED'"]),
         (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
             &callback_id,
             ":order_no",

@@ -50,6 +50,10 @@ async fn create_payment(
         .to_str()
         .map_err(|_| SimError::BadRequest("Idempotency-Key must be visible ASCII".into()))?;
     let (payment, replayed) = simulator.create_payment(key, request).await?;
+    if !replayed && simulator.chaos().lose_create_answer {
+        tracing::info!(payment_id = %payment.payment_id, "chaos: accepted the payment, answering 503");
+        return Err(SimError::AnswerLost);
+    }
     let body: Json<PaymentCreated> = Json(payment.created());
     Ok(if replayed {
         (StatusCode::OK, [(IDEMPOTENT_REPLAYED, "true")], body).into_response()

@@ -3,7 +3,8 @@
 //! Each knob reproduces something a receiver must survive: the same callback
 //! several times at once, the same callback over a second route, a false
 //! failure before the success, a second success under a new id, and repeated
-//! deliveries after the receiver already said yes. Every payment takes a copy
+//! deliveries after the receiver already said yes; and, on the way in, a
+//! creation answer lost after the payment was accepted. Every payment takes a copy
 //! of the knobs when it is created, so changing them at runtime (`POST
 //! /v1/chaos`) affects only later payments.
 
@@ -30,6 +31,11 @@ pub struct Chaos {
     pub second_success: bool,
     /// After a 2xx, keep delivering the same callback (same id and body) this many more times.
     pub redeliver_after_success: Option<Redeliver>,
+    /// Accept a new payment but answer its first creation request with a 503,
+    /// as if the answer were lost on the way back: the merchant cannot know
+    /// whether the platform has the payment. A retry with the same
+    /// `Idempotency-Key` gets the payment as usual.
+    pub lose_create_answer: bool,
 }
 
 impl Default for Chaos {
@@ -40,6 +46,7 @@ impl Default for Chaos {
             reorder: false,
             second_success: false,
             redeliver_after_success: None,
+            lose_create_answer: false,
         }
     }
 }

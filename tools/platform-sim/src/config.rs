@@ -124,6 +124,10 @@ pub struct SimArgs {
     /// Chaos: after a 2xx, send the same callback again, `<interval>x<count>` (e.g. `7sx1`).
     #[arg(long, env = "SIM_REDELIVER_AFTER_SUCCESS")]
     pub redeliver_after_success: Option<Redeliver>,
+
+    /// Chaos: accept each new payment but answer its first creation request with 503 (the answer "lost").
+    #[arg(long, env = "SIM_LOSE_CREATE_ANSWER", value_parser = BoolishValueParser::new())]
+    pub lose_create_answer: bool,
 }
 
 impl SimArgs {
@@ -147,6 +151,7 @@ impl SimArgs {
                 reorder: self.reorder,
                 second_success: self.second_success,
                 redeliver_after_success: self.redeliver_after_success,
+                lose_create_answer: self.lose_create_answer,
             },
         }
     }

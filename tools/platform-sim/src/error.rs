@@ -26,6 +26,9 @@ pub enum SimError {
     /// No route matches.
     #[error("no such route")]
     NoRoute,
+    /// Chaos: the payment was accepted, but this answer plays a lost one.
+    #[error("the platform is temporarily unavailable")]
+    AnswerLost,
 }
 
 impl SimError {
@@ -36,6 +39,7 @@ impl SimError {
             Self::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             Self::PaymentNotFound(_) => "PAYMENT_NOT_FOUND",
             Self::NoRoute => "NOT_FOUND",
+            Self::AnswerLost => "UNAVAILABLE",
         }
     }
 
@@ -46,6 +50,7 @@ impl SimError {
             // The request is well formed but conflicts with what the key already means (as Stripe answers).
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PaymentNotFound(_) | Self::NoRoute => StatusCode::NOT_FOUND,
+            Self::AnswerLost => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
