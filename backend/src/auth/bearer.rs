@@ -3,8 +3,13 @@
 //! client IP, and an IP over the limit gets `429` before its key is looked at.
 
 use crate::error::ApiError;
+use crate::extract::ClientIp;
 use crate::limits::FailureLimiter;
+use crate::state::AppState;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use secrecy::{ExposeSecret, SecretString};
 use std::net::IpAddr;
 use subtle::ConstantTimeEq;
@@ -34,4 +39,30 @@ pub fn authorize(
         failures.record_failure(&client)?;
         Err(ApiError::Unauthorized)
     }
+}
+
+/// Which bearer key a group of routes takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BearerKey {
+    /// `ADMIN_TOKEN`, for `/api/admin/*`.
+    Admin,
+    /// `MERCHANT_API_KEY`, for `/api/merchant/*`.
+    Merchant,
+}
+
+/// Middleware on a group of routes (a route layer, so it runs before their
+/// extractors): refuses the request, before its path or body is read, unless
+/// it carries the group's bearer key ([`authorize`]).
+pub async fn require(
+    State((state, key)): State<(AppState, BearerKey)>,
+    ClientIp(client): ClientIp,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let expected = match key {
+        BearerKey::Admin => state.admin_token.as_deref(),
+        BearerKey::Merchant => state.merchant_api_key.as_deref(),
+    };
+    authorize(expected, request.headers(), client, &state.limits.auth_ip)?;
+    Ok(next.run(request).await)
 }

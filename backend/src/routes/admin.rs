@@ -1,12 +1,12 @@
 //! `/api/admin/*`: create shoppers, price products, read accounts with their ledger, callback
-//! histories and anomalies. Bearer-token protected by [`require_admin_token`],
+//! histories and anomalies. Bearer-token protected by [`crate::auth::bearer::require`],
 //! which runs before any handler, so nobody learns anything about a body's
 //! validation (or a path's) without the token.
 
-use crate::auth::{bearer, passwords};
+use crate::auth::passwords;
 use crate::db::{self, accounts, anomalies, callbacks, deliveries, ledger, products, shoppers};
 use crate::error::ApiError;
-use crate::extract::{AppJson, AppPath, ClientIp};
+use crate::extract::{AppJson, AppPath};
 use crate::openapi::BearerErrors;
 use crate::state::AppState;
 use api_types::api::{
@@ -14,31 +14,10 @@ use api_types::api::{
     ProductPrice, ShopperCreated,
 };
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::middleware::Next;
-use axum::response::Response;
 use secrecy::SecretString;
 use uuid::Uuid;
-
-/// Middleware on every admin route: refuses the request before its handler (and
-/// so before its path or body is read) unless it carries `Authorization: Bearer
-/// <ADMIN_TOKEN>`. With no admin token configured, the admin API does not exist
-/// (404). Failures are rate-limited per client IP ([`bearer::authorize`]).
-pub async fn require_admin_token(
-    State(state): State<AppState>,
-    ClientIp(client): ClientIp,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    bearer::authorize(
-        state.admin_token.as_deref(),
-        request.headers(),
-        client,
-        &state.limits.auth_ip,
-    )?;
-    Ok(next.run(request).await)
-}
 
 /// `POST /api/admin/shoppers` -> 201 a shopper with one account.
 #[utoipa::path(post, path = "/admin/shoppers", tag = "admin", security(("admin_token" = [])), request_body = CreateShopper,

@@ -3,38 +3,20 @@
 //! shopper to its `pay_url`. Bearer `MERCHANT_API_KEY` (404 when unset), the
 //! same `Idempotency-Key` rules as a shopper's orders.
 
-use crate::auth::bearer;
 use crate::db::shoppers;
 use crate::error::ApiError;
-use crate::extract::{AppJson, ClientIp};
+use crate::extract::AppJson;
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::openapi::BearerErrors;
 use crate::routes::orders::place;
 use crate::state::AppState;
 use api_types::api::CreateMerchantOrder;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::Response;
 
 /// Longest description.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
-
-/// Middleware on the merchant routes: the key is checked before the body is read.
-pub async fn require_merchant_key(
-    State(state): State<AppState>,
-    ClientIp(client): ClientIp,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    bearer::authorize(
-        state.merchant_api_key.as_deref(),
-        request.headers(),
-        client,
-        &state.limits.auth_ip,
-    )?;
-    Ok(next.run(request).await)
-}
 
 /// `POST /api/merchant/orders` -> 201 the order with its `pay_url`.
 #[utoipa::path(post, path = "/merchant/orders", tag = "merchant", security(("merchant_key" = [])), request_body = CreateMerchantOrder,

@@ -11,6 +11,7 @@ pub mod platform;
 pub mod products;
 pub mod session;
 
+use crate::auth::bearer::{self, BearerKey};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::web_security::{Csrf, csrf_guard};
@@ -41,14 +42,14 @@ pub fn api(
         .routes(routes!(admin::callback_history))
         .routes(routes!(admin::list_anomalies))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            admin::require_admin_token,
+            (state.clone(), BearerKey::Admin),
+            bearer::require,
         ));
     let merchant = OpenApiRouter::new()
         .routes(routes!(merchant::create_order))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            merchant::require_merchant_key,
+            (state.clone(), BearerKey::Merchant),
+            bearer::require,
         ));
     let shopper = OpenApiRouter::new()
         .routes(routes!(session::sign_in, session::sign_out))

@@ -295,6 +295,13 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// `GET` of any path with [`TestApp::http`], expecting 200 and a JSON body.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+        response.json().await.expect("a JSON body")
+    }
+
     /// `GET /api/orders/{order_no}`.
     pub async fn get_order(&self, order_no: &str) -> Response {
         self.http

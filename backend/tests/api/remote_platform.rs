@@ -10,15 +10,20 @@ use reqwest::StatusCode;
 use secrecy::SecretString;
 use std::time::Duration;
 
-/// A simulator serving on its own port, signing with `secret`.
-async fn start_platform(secret: &CallbackSecret, chaos: Chaos) -> (Simulator, String) {
+/// A simulator serving on its own port, signing with `secret`, deciding each
+/// payment after `processing_delay`.
+async fn start_platform(
+    secret: &CallbackSecret,
+    chaos: Chaos,
+    processing_delay: Duration,
+) -> (Simulator, String) {
     let simulator = Simulator::new(SimConfig {
         secret: secret.clone(),
         schedule: Schedule::Fixed {
             interval: Duration::from_millis(100),
             count: 20,
         },
-        processing_delay: Duration::from_millis(50),
+        processing_delay,
         chaos,
         ..SimConfig::default()
     });
@@ -32,8 +37,16 @@ async fn start_platform(secret: &CallbackSecret, chaos: Chaos) -> (Simulator, St
 }
 
 async fn app_paying_through(chaos: Chaos) -> (TestApp, Simulator) {
+    app_paying_through_after(chaos, Duration::from_millis(50)).await
+}
+
+/// The app paying through a platform that decides after `processing_delay`.
+async fn app_paying_through_after(
+    chaos: Chaos,
+    processing_delay: Duration,
+) -> (TestApp, Simulator) {
     let secret = CallbackSecret::generate();
-    let (simulator, url) = start_platform(&secret, chaos).await;
+    let (simulator, url) = start_platform(&secret, chaos, processing_delay).await;
     let app = spawn_app_with(|c| {
         c.webhook_secret = Some(SecretString::from(secret.expose()));
         c.platform = Some(PlatformKind::Remote);
@@ -204,33 +217,15 @@ async fn attempt_status(app: &TestApp, order_no: &str) -> Option<String> {
 
 #[tokio::test]
 async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once() {
-    let secret = CallbackSecret::generate();
     // The platform accepts the payment but answers 503, and takes 3 s to decide:
     // long enough to see the attempt UNKNOWN before the result settles it.
-    let simulator = Simulator::new(SimConfig {
-        secret: secret.clone(),
-        schedule: Schedule::Fixed {
-            interval: Duration::from_millis(100),
-            count: 20,
-        },
-        processing_delay: Duration::from_secs(3),
-        chaos: Chaos {
+    let (app, _simulator) = app_paying_through_after(
+        Chaos {
             lose_create_answer: true,
             ..Chaos::default()
         },
-        ..SimConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    let router = simulator.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    let app = spawn_app_with(|c| {
-        c.webhook_secret = Some(SecretString::from(secret.expose()));
-        c.platform = Some(PlatformKind::Remote);
-        c.platform_url = Some(url);
-    })
+        Duration::from_secs(3),
+    )
     .await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;

@@ -232,29 +232,13 @@ async fn no_session_is_401_unauthenticated_on_me_and_sign_out() {
 #[tokio::test]
 async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_is_off() {
     let app = spawn_app_with(|c| c.demo = true).await;
-    let platform: serde_json::Value = app
-        .http
-        .get(app.url("/api/platform"))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
+    let platform: serde_json::Value = app.get_json("/api/platform").await;
     let demo = &platform["demo_shoppers"][0];
     let (email, password) = (
         demo["email"].as_str().expect("email"),
         demo["password"].as_str().expect("password"),
     );
-    let products: Vec<serde_json::Value> = app
-        .http
-        .get(app.url("/api/products"))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
+    let products: Vec<serde_json::Value> = app.get_json("/api/products").await;
     assert!(!products.is_empty(), "demo mode seeds a catalogue");
     let demo_ids: Vec<uuid::Uuid> =
         sqlx::query_scalar("SELECT shopper_id FROM shoppers WHERE demo")
@@ -282,25 +266,9 @@ async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_i
     app.config.demo = false;
     let app = app.restart().await;
 
-    let platform: serde_json::Value = app
-        .http
-        .get(app.url("/api/platform"))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
+    let platform: serde_json::Value = app.get_json("/api/platform").await;
     assert_eq!(platform["demo_shoppers"], json!([]));
-    let products: Vec<serde_json::Value> = app
-        .http
-        .get(app.url("/api/products"))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
+    let products: Vec<serde_json::Value> = app.get_json("/api/products").await;
     assert!(
         products.is_empty(),
         "the demo catalogue is gone: {products:?}"
