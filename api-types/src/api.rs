@@ -236,6 +236,9 @@ pub struct Order {
     // `default`: a missing field reads as null, as it did for `Option<String>`.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub paid_at: Option<OffsetDateTime>,
+    /// When it stops being payable; an unpaid order is CLOSED after this.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
     /// Why it failed; null unless FAILED.
     pub failure_reason: Option<String>,
     /// What is being bought.
@@ -442,6 +445,7 @@ mod tests {
             status: OrderStatus::Paid,
             created_at,
             paid_at,
+            expires_at: datetime!(2025-01-31 14:35:09 UTC),
             failure_reason: None,
             description: None,
             pay_url: "http://127.0.0.1:3000/pay/ord_1".into(),
@@ -460,7 +464,7 @@ mod tests {
         assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
         assert_eq!(
             json,
-            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1"}"#
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1"}"#
         );
         let back: Order = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, order);

@@ -123,6 +123,8 @@ text_enum! {
         CallbackConflict = "CALLBACK_CONFLICT",
         /// The platform took the money but the balance here was too low.
         InsufficientFunds = "INSUFFICIENT_FUNDS",
+        /// A success for an order that expired and was closed unpaid.
+        LateSuccess = "LATE_SUCCESS",
     }
 }
 

@@ -1,4 +1,5 @@
-//! The order state machine: `PENDING -> PAID` or `PENDING -> FAILED`, nothing else.
+//! The order state machine: `PENDING -> PAID`, `PENDING -> FAILED` or
+//! `PENDING -> CLOSED` (expired unpaid), nothing else.
 //!
 //! The backend's SQL mirrors this rule with conditional updates
 //! (`UPDATE orders ... WHERE order_no = $1 AND status = 'PENDING'`); the
@@ -19,11 +20,13 @@ pub enum OrderStatus {
     Paid,
     /// Will never be charged. Final.
     Failed,
+    /// Expired before it was paid; will never be charged. Final.
+    Closed,
 }
 
 impl OrderStatus {
     /// Every state, in declaration order.
-    pub const ALL: [OrderStatus; 3] = [Self::Pending, Self::Paid, Self::Failed];
+    pub const ALL: [OrderStatus; 4] = [Self::Pending, Self::Paid, Self::Failed, Self::Closed];
 
     /// The spelling used on the wire and in the `orders.status` column.
     pub const fn as_str(self) -> &'static str {
@@ -31,6 +34,7 @@ impl OrderStatus {
             Self::Pending => "PENDING",
             Self::Paid => "PAID",
             Self::Failed => "FAILED",
+            Self::Closed => "CLOSED",
         }
     }
 
@@ -38,7 +42,9 @@ impl OrderStatus {
     pub const fn can_transition_to(self, next: OrderStatus) -> bool {
         matches!(
             (self, next),
-            (Self::Pending, Self::Paid) | (Self::Pending, Self::Failed)
+            (Self::Pending, Self::Paid)
+                | (Self::Pending, Self::Failed)
+                | (Self::Pending, Self::Closed)
         )
     }
 
@@ -54,7 +60,7 @@ impl fmt::Display for OrderStatus {
     }
 }
 
-/// The text was not one of `PENDING`, `PAID`, `FAILED`.
+/// The text was not one of `PENDING`, `PAID`, `FAILED`, `CLOSED`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown order status {0:?}")]
 pub struct UnknownStatus(pub String);
@@ -90,7 +96,8 @@ mod tests {
             allowed,
             vec![
                 (OrderStatus::Pending, OrderStatus::Paid),
-                (OrderStatus::Pending, OrderStatus::Failed)
+                (OrderStatus::Pending, OrderStatus::Failed),
+                (OrderStatus::Pending, OrderStatus::Closed)
             ]
         );
     }

@@ -152,6 +152,10 @@ pub fn decide(
             anomaly: Some(AnomalyKind::FailureAfterPaid),
         },
         (CallbackType::PaymentFailed, OrderStatus::Failed) => Decision::Ignore { anomaly: None },
+        (CallbackType::PaymentSucceeded, OrderStatus::Closed) => Decision::Ignore {
+            anomaly: Some(AnomalyKind::LateSuccess),
+        },
+        (CallbackType::PaymentFailed, OrderStatus::Closed) => Decision::Ignore { anomaly: None },
     }
 }
 

@@ -78,6 +78,11 @@ pub struct Config {
     #[arg(long, env = env::TOKEN_TTL_SECS, default_value_t = 900)]
     pub token_ttl_secs: u64,
 
+    /// How long an order may stay unpaid, in seconds: after that it is CLOSED
+    /// (if nobody started paying it) and can never be paid.
+    #[arg(long, env = env::ORDER_TTL_SECS, default_value_t = 1_800)]
+    pub order_ttl_secs: u64,
+
     /// The payment platform: `sandbox` (in-process simulator, no money moves) or
     /// `remote` (at PLATFORM_URL). Required.
     #[arg(long, env = env::PLATFORM, value_enum)]
@@ -165,6 +170,7 @@ impl Default for Config {
             redis_key_prefix: "checkout:".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
             token_ttl_secs: 900,
+            order_ttl_secs: 1_800,
             platform: None,
             platform_url: None,
             webhook_secret: None,

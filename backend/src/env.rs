@@ -16,6 +16,8 @@ pub const REDIS_URL: &str = "REDIS_URL";
 pub const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
 /// Address to listen on.
 pub const BIND_ADDR: &str = "BIND_ADDR";
+/// Seconds an order may stay unpaid before it is closed.
+pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
 pub const TOKEN_TTL_SECS: &str = "TOKEN_TTL_SECS";
 /// `sandbox` or `remote`: required.
@@ -68,6 +70,7 @@ pub const ALL: &[&str] = &[
     REDIS_KEY_PREFIX,
     BIND_ADDR,
     TOKEN_TTL_SECS,
+    ORDER_TTL_SECS,
     PLATFORM,
     PLATFORM_URL,
     WEBHOOK_SECRET,

@@ -70,6 +70,9 @@ pub enum ApiError {
     /// The order is final.
     #[error("order is {0}, only PENDING orders can be paid")]
     OrderNotPayable(OrderStatus),
+    /// The order is past its expiry (it is, or is about to be, CLOSED).
+    #[error("the order expired before it was paid; nothing was charged, place it again")]
+    OrderExpired,
     /// Available money (balance minus what payments in flight hold) below the amount.
     #[error("available balance of {available_cents} is below the amount of {amount_cents}")]
     InsufficientFunds {
@@ -139,7 +142,7 @@ impl ApiError {
             OrderNotFound => (StatusCode::NOT_FOUND, ErrorCode::OrderNotFound),
             AccountNotFound => (StatusCode::NOT_FOUND, ErrorCode::AccountNotFound),
             TokenInvalid(_) => (StatusCode::CONFLICT, ErrorCode::TokenInvalid),
-            OrderNotPayable(_) => (StatusCode::CONFLICT, ErrorCode::OrderNotPayable),
+            OrderNotPayable(_) | OrderExpired => (StatusCode::CONFLICT, ErrorCode::OrderNotPayable),
             InsufficientFunds { .. } => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InsufficientFunds,

@@ -13,6 +13,7 @@ pub mod config;
 pub mod db;
 pub mod env;
 pub mod error;
+pub mod expiry;
 pub mod extract;
 pub mod faults;
 pub mod idempotency;

@@ -147,6 +147,7 @@ impl Application {
             demo_shoppers: Arc::new(demo_shoppers),
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),
+            order_ttl_secs: config.order_ttl_secs,
         };
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),
@@ -181,6 +182,7 @@ impl Application {
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
+        let expiry = crate::expiry::run(self.state.db.clone());
         let limits = serve::Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
@@ -189,6 +191,7 @@ impl Application {
         tokio::select! {
             result = server => result,
             () = dispatcher => Ok(()),
+            () = expiry => Ok(()),
         }
     }
 }

@@ -32,4 +32,6 @@ pub struct AppState {
     pub limits: Limits,
     /// The origin the page is served from (`pay_url`s start with it).
     pub public_origin: Arc<str>,
+    /// Seconds a new order stays payable.
+    pub order_ttl_secs: u64,
 }

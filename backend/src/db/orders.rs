@@ -29,6 +29,8 @@ pub struct OrderRow {
     pub created_at: OffsetDateTime,
     /// When it was charged.
     pub paid_at: Option<OffsetDateTime>,
+    /// When it stops being payable.
+    pub expires_at: OffsetDateTime,
 }
 
 impl OrderRow {
@@ -42,6 +44,7 @@ impl OrderRow {
             status: self.status,
             created_at: self.created_at,
             paid_at: self.paid_at,
+            expires_at: self.expires_at,
             failure_reason: self.failure_reason.clone(),
             description: self.description.clone(),
             pay_url: format!("{public_origin}/pay/{}", self.order_no),
@@ -64,6 +67,8 @@ pub struct NewOrder<'a> {
     pub currency: Currency,
     /// What is being bought.
     pub description: &'a str,
+    /// Seconds it stays payable.
+    pub ttl_secs: u64,
 }
 
 /// Creates a PENDING order.
@@ -71,16 +76,17 @@ pub struct NewOrder<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result<OrderRow> {
     sqlx::query_as!(
         OrderRow,
-        r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description)
-           VALUES ($1, $2, $3, $4, $5, $6)
+        r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                     status AS "status: OrderStatus", failure_reason, description, created_at, paid_at"#,
+                     status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at"#,
         new.order_no,
         new.shopper_id,
         new.account_id,
         new.amount_cents,
         new.currency.as_str(),
         new.description,
+        new.ttl_secs as f64,
     )
     .fetch_one(db)
     .await
@@ -92,7 +98,7 @@ pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Optio
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
            FROM orders WHERE order_no = $1"#,
         order_no,
     )
@@ -111,7 +117,7 @@ pub async fn find_owned(
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
            FROM orders WHERE order_no = $1 AND shopper_id = $2"#,
         order_no,
         shopper_id,
@@ -130,7 +136,7 @@ pub async fn list_for_shopper(
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
            FROM orders WHERE shopper_id = $1 ORDER BY created_at DESC, order_no LIMIT $2"#,
         shopper_id,
         limit,
@@ -159,6 +165,8 @@ pub struct LockedOrder {
     /// What this order holds: its amount while it is PENDING with a payment
     /// attempt (the pay that made the attempt held it), else 0.
     pub hold_cents: i64,
+    /// When it stops being payable.
+    pub expires_at: OffsetDateTime,
 }
 
 impl LockedOrder {
@@ -242,4 +250,38 @@ pub async fn record_token_issued(
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Closes the expired PENDING orders nobody started paying, at most `limit`,
+/// in one transaction; returns their numbers. Rows another transaction holds
+/// (a pay deciding about that order, another instance's sweep) are skipped,
+/// not waited for, and the attempt check runs after the lock, in a statement
+/// of its own, so it sees a pay that committed a moment ago.
+#[tracing::instrument(name = "db.orders.close_expired", skip(db))]
+pub async fn close_expired(db: &sqlx::PgPool, limit: i64) -> sqlx::Result<Vec<String>> {
+    let mut tx = db.begin().await?;
+    let claimed: Vec<String> = sqlx::query_scalar!(
+        "SELECT order_no FROM orders
+         WHERE status = 'PENDING' AND expires_at <= now()
+           AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = orders.order_no)
+         ORDER BY expires_at LIMIT $1
+         FOR UPDATE SKIP LOCKED",
+        limit,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if claimed.is_empty() {
+        return Ok(claimed);
+    }
+    let closed = sqlx::query_scalar!(
+        "UPDATE orders o SET status = 'CLOSED', updated_at = now()
+         WHERE o.order_no = ANY($1) AND o.status = 'PENDING'
+           AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
+         RETURNING o.order_no",
+        &claimed,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(closed)
 }

@@ -104,6 +104,7 @@ pub async fn place(
             amount_cents,
             currency,
             description,
+            ttl_secs: state.order_ttl_secs,
         },
     )
     .await?;
@@ -158,6 +159,9 @@ pub async fn issue_request_token(
         .ok_or(ApiError::OrderNotFound)?;
     if order.status != OrderStatus::Pending {
         return Err(ApiError::OrderNotPayable(order.status));
+    }
+    if order.expires_at <= time::OffsetDateTime::now_utc() {
+        return Err(ApiError::OrderExpired);
     }
     let binding = TokenBinding {
         order_no: order.order_no.clone(),

@@ -162,6 +162,9 @@ async fn start_attempt(
     if order.status != OrderStatus::Pending {
         return Err(ApiError::OrderNotPayable(order.status));
     }
+    if order.expires_at <= time::OffsetDateTime::now_utc() {
+        return Err(ApiError::OrderExpired);
+    }
     if order.amount_cents != binding.amount_cents || order.currency != binding.currency {
         return Err(ApiError::TokenInvalid(
             "the order changed since the token was issued",

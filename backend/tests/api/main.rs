@@ -8,6 +8,7 @@ mod callback_fuzz;
 mod callbacks;
 mod connections;
 mod db_roles;
+mod expiry;
 mod health;
 mod helpers;
 mod holds;

@@ -3,7 +3,7 @@
 use api_types::OrderStatus;
 use leptos::prelude::*;
 
-/// Shows `PENDING`, `PAID` or `FAILED`, colour-coded; the text carries the
+/// Shows `PENDING`, `PAID`, `FAILED` or `CLOSED`, colour-coded; the text carries the
 /// meaning, the colour only repeats it. `data-status` holds the wire spelling
 /// for tests.
 #[component]
@@ -17,7 +17,7 @@ pub fn StatusBadge(
     let class = match status {
         OrderStatus::Pending => "badge badge-pending",
         OrderStatus::Paid => "badge badge-paid",
-        OrderStatus::Failed => "badge badge-failed",
+        OrderStatus::Failed | OrderStatus::Closed => "badge badge-failed",
     };
     view! {
         <span

@@ -31,6 +31,10 @@ pub const WAITING_FOR_BANK: &str = "Waiting for the bank to confirm\u{2026}";
 /// The failure reason shown when a FAILED order carries none of its own.
 pub const DECLINED_WITHOUT_REASON: &str = "The payment was declined.";
 
+/// What a CLOSED order's page says.
+pub const ORDER_EXPIRED: &str =
+    "This order expired before it was paid. Nothing was charged; place it again to buy.";
+
 /// Something the page has to say to the shopper, shown in the live region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {

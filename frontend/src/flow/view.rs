@@ -54,6 +54,11 @@ impl PayFlow {
                     payment_id: self.payment_id.map(|id| id.to_string()),
                 })
             }
+            Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Closed => {
+                Some(Outcome::Failed {
+                    reason: texts::ORDER_EXPIRED.to_owned(),
+                })
+            }
             Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Failed => {
                 Some(Outcome::Failed {
                     reason: order

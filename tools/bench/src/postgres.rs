@@ -312,9 +312,9 @@ impl OrderStock {
         // Create in one go, with room to spare, so top-ups are rare.
         let new_end = want_end + count / 2;
         sqlx::query(
-            "INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency)
+            "INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, expires_at)
              SELECT $4 || k, md5('bench-shopper')::uuid, md5('bench-account-' || (k % $3))::uuid,
-                    1000 + k % 1000, 'EUR'
+                    1000 + k % 1000, 'EUR', now() + interval '1 day'
              FROM generate_series($1, $2 - 1) k",
         )
         .bind(self.end)

@@ -26,6 +26,7 @@ fn order(status: OrderStatus) -> Order {
         status,
         created_at: datetime!(2025-01-31 14:00:00 UTC),
         paid_at: (status == OrderStatus::Paid).then_some(datetime!(2025-01-31 14:05:09.123 UTC)),
+        expires_at: datetime!(2025-01-31 14:30:00 UTC),
         failure_reason: (status == OrderStatus::Failed).then(|| "card declined".into()),
         description: Some("Coffee beans, 1 kg".into()),
         pay_url: "http://127.0.0.1:3000/pay/ORD1".into(),

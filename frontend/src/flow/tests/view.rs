@@ -82,3 +82,19 @@ fn the_balance_is_shown_only_for_the_account_the_order_charges() {
     assert_eq!(balance_text(Some(&pending), &[]), None);
     assert_eq!(balance_text(Some(&pending), &[other]), None);
 }
+
+#[test]
+fn a_closed_order_says_it_expired_and_nothing_was_charged() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Closed)));
+
+    let view = flow.view();
+
+    assert_eq!(
+        view.outcome,
+        Some(Outcome::Failed {
+            reason: crate::flow::texts::ORDER_EXPIRED.to_owned()
+        })
+    );
+    assert!(view.pay_button.is_none(), "nothing to pay");
+}
