@@ -5,6 +5,9 @@ use api_types::api::Account;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
+/// Longest email a shopper can have (`shoppers_email_shape` in the schema).
+pub const MAX_EMAIL_LEN: usize = 254;
+
 /// Index that keeps emails unique whatever their case.
 pub const EMAIL_UNIQUE: &str = "shoppers_email_key";
 

@@ -30,7 +30,7 @@ pub async fn create_shopper(
 ) -> Result<(StatusCode, Json<ShopperCreated>), ApiError> {
     let email = body.email.trim().to_owned();
     let at = email.find('@');
-    if email.len() > 254
+    if email.len() > shoppers::MAX_EMAIL_LEN
         || email.chars().any(|c| c.is_whitespace() || c.is_control())
         || !at
             .is_some_and(|at| at > 0 && at + 1 < email.len() && email[at + 1..].find('@').is_none())

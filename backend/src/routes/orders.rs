@@ -141,6 +141,22 @@ pub async fn get_order(
     Ok(Json(row.to_dto(&state.public_origin)))
 }
 
+/// Whether an order can take a payment now: PENDING and not past its expiry
+/// (409 `ORDER_NOT_PAYABLE` otherwise). Asked when a token is issued and again
+/// under the order's lock when the pay decides.
+pub fn ensure_payable(
+    status: OrderStatus,
+    expires_at: time::OffsetDateTime,
+) -> Result<(), ApiError> {
+    if status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(status));
+    }
+    if expires_at <= time::OffsetDateTime::now_utc() {
+        return Err(ApiError::OrderExpired);
+    }
+    Ok(())
+}
+
 /// `POST /api/orders/{order_no}/request-token` -> 201 a one-time token bound to
 /// the shopper, the order and its amount.
 #[utoipa::path(post, path = "/orders/{order_no}/request-token", tag = "shopper", security(("session" = [])),
@@ -157,12 +173,7 @@ pub async fn issue_request_token(
     let order = orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    if order.status != OrderStatus::Pending {
-        return Err(ApiError::OrderNotPayable(order.status));
-    }
-    if order.expires_at <= time::OffsetDateTime::now_utc() {
-        return Err(ApiError::OrderExpired);
-    }
+    ensure_payable(order.status, order.expires_at)?;
     let binding = TokenBinding {
         order_no: order.order_no.clone(),
         shopper_id: signed_in.shopper_id,

@@ -159,12 +159,7 @@ async fn start_attempt(
     let order = db::orders::lock_with_account(&mut *tx, &binding.order_no)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    if order.status != OrderStatus::Pending {
-        return Err(ApiError::OrderNotPayable(order.status));
-    }
-    if order.expires_at <= time::OffsetDateTime::now_utc() {
-        return Err(ApiError::OrderExpired);
-    }
+    crate::routes::orders::ensure_payable(order.status, order.expires_at)?;
     if order.amount_cents != binding.amount_cents || order.currency != binding.currency {
         return Err(ApiError::TokenInvalid(
             "the order changed since the token was issued",

@@ -32,7 +32,7 @@ pub async fn sign_in(
     // An email no shopper can have (control characters, which PostgreSQL text
     // cannot even hold in the case of U+0000) is not looked up, but gets the same work and answer.
     let lookup = body.email.trim();
-    let found = if lookup.chars().any(char::is_control) || lookup.len() > 254 {
+    let found = if lookup.chars().any(char::is_control) || lookup.len() > shoppers::MAX_EMAIL_LEN {
         None
     } else {
         shoppers::find_by_email(&state.db, lookup).await?
