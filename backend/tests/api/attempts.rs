@@ -1,7 +1,6 @@
 //! The payment attempt's own state machine, as the database keeps it.
 
 use crate::helpers::{TestApp, spawn_app};
-use reqwest::StatusCode;
 
 async fn attempt_status(app: &TestApp, order_no: &str) -> String {
     sqlx::query_scalar("SELECT status FROM payment_attempts WHERE order_no = $1")
@@ -20,12 +19,7 @@ async fn a_paid_order_s_attempt_succeeds_and_a_declined_one_s_fails() {
     let declined = app.create_order(&account, 1_013).await;
 
     for order in [&paid, &declined] {
-        let token = app.request_token(&order.order_no).await;
-        assert_eq!(
-            app.pay(&order.order_no, token).await.status(),
-            StatusCode::ACCEPTED
-        );
-        app.wait_until_final(&order.order_no).await;
+        app.pay_until_final(&order.order_no).await;
     }
 
     assert_eq!(attempt_status(&app, &paid.order_no).await, "SUCCEEDED");
@@ -37,9 +31,7 @@ async fn a_paid_order_s_attempt_succeeds_and_a_declined_one_s_fails() {
 async fn the_database_refuses_to_move_a_final_attempt_or_to_reopen_one() {
     let app = spawn_app().await;
     let (_, order) = app.account_with_order(10_000, 2_000).await;
-    let token = app.request_token(&order.order_no).await;
-    app.pay(&order.order_no, token).await;
-    app.wait_until_final(&order.order_no).await;
+    app.pay_until_final(&order.order_no).await;
 
     for next in ["CREATED", "SUBMITTED", "UNKNOWN", "FAILED", "CLOSED"] {
         let refused = sqlx::query("UPDATE payment_attempts SET status = $2 WHERE order_no = $1")

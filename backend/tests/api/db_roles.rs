@@ -293,24 +293,14 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
     let shop_order: api_types::api::Order = placed.json().await.expect("order");
 
     let order = app.create_order(&account, 2_000).await;
-    let token = app.request_token(&order.order_no).await;
     assert_eq!(
-        app.pay(&order.order_no, token).await.status(),
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
+        app.pay_until_final(&order.order_no).await.status,
         OrderStatus::Paid
     );
 
     let declined = app.create_order(&account, 1_013).await;
-    let token = app.request_token(&declined.order_no).await;
     assert_eq!(
-        app.pay(&declined.order_no, token).await.status(),
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.wait_until_final(&declined.order_no).await.status,
+        app.pay_until_final(&declined.order_no).await.status,
         OrderStatus::Failed
     );
 

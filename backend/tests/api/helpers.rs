@@ -381,6 +381,15 @@ impl TestApp {
         panic!("order {order_no} stayed PENDING for 10 s");
     }
 
+    /// Takes a token, pays the order (which must answer 202) and waits until
+    /// its result arrives: what a shopper's one press of "Pay now" does.
+    pub async fn pay_until_final(&self, order_no: &str) -> Order {
+        let token = self.request_token(order_no).await;
+        let response = self.pay(order_no, token).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "pay {order_no}");
+        self.wait_until_final(order_no).await
+    }
+
     /// Posts a callback signed now with the app's secret.
     pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
         let signed = self
