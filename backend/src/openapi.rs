@@ -5,9 +5,10 @@
 //! runs `schemathesis` against it.
 
 use api_types::ErrorBody;
-use axum::Json;
+use axum::body::Bytes;
+use axum::http::header;
+use axum::response::IntoResponse;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
@@ -160,8 +161,17 @@ impl IntoResponses for PublicErrors {
 /// `GET /api/openapi.json`: this document.
 #[utoipa::path(get, path = "/openapi.json", tag = "public",
     responses((status = 200, description = "The OpenAPI 3.1 description of this API", content_type = "application/json")))]
-pub async fn document(
-    axum::Extension(doc): axum::Extension<Arc<serde_json::Value>>,
-) -> Json<serde_json::Value> {
-    Json(doc.as_ref().clone())
+pub async fn document(axum::Extension(doc): axum::Extension<Document>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], doc.0)
+}
+
+/// The document as served: serialised once at start, shared by every request.
+#[derive(Debug, Clone)]
+pub struct Document(Bytes);
+
+impl Document {
+    /// Serialises `doc` (plain data: maps, strings and numbers, nothing that can fail to serialise).
+    pub fn new(doc: &utoipa::openapi::OpenApi) -> Self {
+        Self(Bytes::from(serde_json::to_vec(doc).unwrap_or_default()))
+    }
 }

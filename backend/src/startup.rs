@@ -284,8 +284,8 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         .routes(routes!(routes::health::healthz))
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .split_for_parts();
-    let doc = serde_json::to_value(&doc).unwrap_or_default();
-    let mut app = api.layer(axum::Extension(Arc::new(doc))).with_state(state);
+    let doc = crate::openapi::Document::new(&doc);
+    let mut app = api.layer(axum::Extension(doc)).with_state(state);
     app = match static_dir {
         // Files of the build output; client-side routes such as /pay/{order_no}
         // get index.html with 200; dotfiles and symlinks out of `dir` are 404.
