@@ -316,6 +316,10 @@ pub struct CallbackData {
     pub currency: Currency,
     /// The platform's payment id.
     pub payment_id: String,
+    /// The checkout's payment id (the attempt) the platform was handed, echoed
+    /// back. When present it must name the order's attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merchant_reference: Option<String>,
 }
 
 /// The 200 answer to a callback, applied or duplicate: the platform may stop retrying.

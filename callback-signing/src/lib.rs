@@ -288,6 +288,8 @@ pub struct PaymentResult<'a> {
     pub currency: Currency,
     /// The platform's payment id.
     pub payment_id: &'a str,
+    /// The merchant's id for the payment, echoed when it gave one.
+    pub merchant_reference: Option<&'a str>,
 }
 
 /// The callback event for `result`, stamped `at` (RFC 3339 in the body).
@@ -300,6 +302,7 @@ pub fn event(result: &PaymentResult<'_>, at: OffsetDateTime) -> CallbackEvent {
             amount_cents: result.amount_cents,
             currency: result.currency,
             payment_id: result.payment_id.to_owned(),
+            merchant_reference: result.merchant_reference.map(str::to_owned),
         },
     }
 }
@@ -448,6 +451,7 @@ mod tests {
                 amount_cents: 1999,
                 currency: "EUR".parse().expect("a currency"),
                 payment_id: "pay_1",
+                merchant_reference: None,
             },
             at,
         );

@@ -110,6 +110,7 @@ impl Platform {
             amount_cents: attempt.amount_cents,
             currency: attempt.currency,
             notify_url: self.notify_url.clone(),
+            merchant_reference: Some(attempt.payment_id.to_string()),
         };
         let key = attempt.request_token.to_string();
         match &self.mode {

@@ -37,6 +37,7 @@ impl Signer {
                 amount_cents: order_amount(k),
                 currency: "EUR".parse()?,
                 payment_id: &format!("{PAYMENT_PREFIX}{k}"),
+                merchant_reference: None,
             },
             OffsetDateTime::now_utc(),
         );

@@ -207,6 +207,7 @@ impl Deliverer {
                 amount_cents: payment.request.amount_cents,
                 currency: payment.request.currency,
                 payment_id: &payment.payment_id,
+                merchant_reference: payment.request.merchant_reference.as_deref(),
             },
             OffsetDateTime::now_utc(),
         );

@@ -159,7 +159,7 @@ impl Simulator {
         let config = &self.inner.config;
         tokio::time::sleep(schedule::scale(config.processing_delay, config.time_scale)).await;
         let kind = config.outcome.decide(payment.request.amount_cents);
-        lock(&self.inner.book).set_status(&payment.payment_id, kind.into());
+        lock(&self.inner.book).set_status(&payment.payment_id, payment::status_of(kind));
         tracing::info!(payment_id = %payment.payment_id, outcome = kind.as_str(), "payment decided");
         self.inner
             .deliverer

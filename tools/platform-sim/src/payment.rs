@@ -32,24 +32,13 @@ fn validate(request: &CreatePayment) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Where a payment stands, spelled as on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum PaymentStatus {
-    /// Accepted; the outcome is not decided yet.
-    Processing,
-    /// The money was taken.
-    Succeeded,
-    /// The money will not be taken.
-    Failed,
-}
+pub use api_types::platform::PaymentStatus;
 
-impl From<CallbackType> for PaymentStatus {
-    fn from(kind: CallbackType) -> Self {
-        match kind {
-            CallbackType::PaymentSucceeded => Self::Succeeded,
-            CallbackType::PaymentFailed => Self::Failed,
-        }
+/// The status a decided outcome gives a payment.
+pub fn status_of(kind: CallbackType) -> PaymentStatus {
+    match kind {
+        CallbackType::PaymentSucceeded => PaymentStatus::Succeeded,
+        CallbackType::PaymentFailed => PaymentStatus::Failed,
     }
 }
 
@@ -206,6 +195,7 @@ mod tests {
             amount_cents,
             currency: "EUR".parse().expect("valid currency"),
             notify_url: "http://127.0.0.1:9/callback".into(),
+            merchant_reference: None,
         }
     }
 

@@ -28,6 +28,7 @@ impl Callback {
                 amount_cents,
                 currency,
                 payment_id: &format!("pay_{}", Uuid::new_v4().simple()),
+                merchant_reference: None,
             },
             time::OffsetDateTime::now_utc(),
         );

@@ -205,6 +205,7 @@ async fn payments_can_be_created_in_process_without_http() {
         amount_cents: 1000,
         currency: "EUR".parse().expect("currency"),
         notify_url: receiver.url.clone(),
+        merchant_reference: None,
     };
 
     let (first, first_replayed) = app
