@@ -83,7 +83,7 @@ text_enum! {
 text_enum! {
     /// What became of a callback delivery (`callback_deliveries.outcome`), and
     /// for the first delivery that applied an id, what it did
-    /// (`payment_callbacks.outcome`, one of the first five).
+    /// (`payment_callbacks.outcome`, one of the first five or the last two).
     pub enum CallbackOutcome ("callback outcome") {
         /// A ledger row was written, the order is PAID and the balance deducted.
         Charged = "CHARGED",
@@ -91,7 +91,8 @@ text_enum! {
         OrderFailed = "ORDER_FAILED",
         /// A success arrived but the balance was too low: the order FAILED and an anomaly was raised.
         OrderFailedInsufficientFunds = "ORDER_FAILED_INSUFFICIENT_FUNDS",
-        /// The order was already final and the combination is harmless: nothing changed.
+        /// Nothing to change and nothing suspicious: the order was already final
+        /// (the same payment reported again), or a failure named no payment of ours.
         IgnoredOrderFinal = "IGNORED_ORDER_FINAL",
         /// The order was already final and the combination is suspicious: an anomaly was raised.
         IgnoredAnomaly = "IGNORED_ANOMALY",
@@ -105,6 +106,10 @@ text_enum! {
         CallbackConflict = "CALLBACK_CONFLICT",
         /// Signed correctly but not a valid event: answered 400.
         MalformedBody = "MALFORMED_BODY",
+        /// A success for an order with no payment attempt: nothing charged, anomaly raised, answered 200.
+        IgnoredUnsolicited = "IGNORED_UNSOLICITED",
+        /// A success naming another payment than the order's attempt: nothing charged, anomaly raised, answered 200.
+        IgnoredReferenceMismatch = "IGNORED_REFERENCE_MISMATCH",
     }
 }
 
@@ -125,6 +130,12 @@ text_enum! {
         InsufficientFunds = "INSUFFICIENT_FUNDS",
         /// A success for an order that expired and was closed unpaid.
         LateSuccess = "LATE_SUCCESS",
+        /// A success for an order we never handed to the platform (no payment attempt).
+        UnsolicitedPayment = "UNSOLICITED_PAYMENT",
+        /// A success naming another payment than the one we handed over.
+        PaymentReferenceMismatch = "PAYMENT_REFERENCE_MISMATCH",
+        /// The platform still had no result after every scheduled query.
+        StuckPayment = "STUCK_PAYMENT",
     }
 }
 

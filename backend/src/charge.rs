@@ -112,50 +112,72 @@ impl Decision {
                 anomaly: Some(_), ..
             } => CallbackOutcome::OrderFailedInsufficientFunds,
             Self::Ignore { anomaly: None } => CallbackOutcome::IgnoredOrderFinal,
+            Self::Ignore {
+                anomaly: Some(AnomalyKind::UnsolicitedPayment),
+            } => CallbackOutcome::IgnoredUnsolicited,
+            Self::Ignore {
+                anomaly: Some(AnomalyKind::PaymentReferenceMismatch),
+            } => CallbackOutcome::IgnoredReferenceMismatch,
             Self::Ignore { anomaly: Some(_) } => CallbackOutcome::IgnoredAnomaly,
         }
     }
 }
 
-/// The rule, as a pure function of the event and the locked order: a success
-/// charges only a PENDING order that can spend its amount (`spendable_cents`:
-/// the account's available money plus the order's own hold, so an order held
-/// at pay always can); everything else at most fails a PENDING order. It never
+/// Whether a result is about the payment we handed over for its order
+/// ([`LockedOrder::reference`] compares the names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    /// It names the order's attempt.
+    Matches,
+    /// The order has no attempt: we never handed a payment over for it.
+    NoAttempt,
+    /// It names another payment than the order's attempt.
+    Mismatch,
+}
+
+/// The rule, as a pure function of the event, the locked order and whether
+/// the event names our payment: a success charges only a PENDING order whose
+/// attempt it names and that can spend its amount (`spendable_cents`: the
+/// account's available money plus the order's own hold, so an order held at
+/// pay always can). A success we never asked for, or naming another payment,
+/// charges nothing and is flagged. The same payment reported again on a PAID
+/// order (a query's answer and a callback, or a second notification) is no
+/// news. A failure fails only a PENDING order whose attempt it names. It never
 /// asks for a move the state machine forbids.
 pub fn decide(
     kind: CallbackType,
     status: OrderStatus,
+    reference: Reference,
     spendable_cents: i64,
     amount_cents: i64,
 ) -> Decision {
-    match (kind, status) {
-        (CallbackType::PaymentSucceeded, OrderStatus::Pending)
-            if spendable_cents >= amount_cents =>
-        {
+    use CallbackType::{PaymentFailed, PaymentSucceeded};
+    use OrderStatus::{Closed, Failed, Paid, Pending};
+    let ignore = |anomaly| Decision::Ignore { anomaly };
+    match (kind, status, reference) {
+        (PaymentSucceeded, _, Reference::NoAttempt) => ignore(Some(AnomalyKind::UnsolicitedPayment)),
+        (PaymentSucceeded, Pending, Reference::Mismatch) => {
+            ignore(Some(AnomalyKind::PaymentReferenceMismatch))
+        }
+        (PaymentSucceeded, Pending, Reference::Matches) if spendable_cents >= amount_cents => {
             Decision::Charge
         }
-        (CallbackType::PaymentSucceeded, OrderStatus::Pending) => Decision::FailOrder {
+        (PaymentSucceeded, Pending, Reference::Matches) => Decision::FailOrder {
             reason: "INSUFFICIENT_FUNDS",
             anomaly: Some(AnomalyKind::InsufficientFunds),
         },
-        (CallbackType::PaymentSucceeded, OrderStatus::Paid) => Decision::Ignore {
-            anomaly: Some(AnomalyKind::SecondSuccessForPaidOrder),
-        },
-        (CallbackType::PaymentSucceeded, OrderStatus::Failed) => Decision::Ignore {
-            anomaly: Some(AnomalyKind::SuccessAfterFailed),
-        },
-        (CallbackType::PaymentFailed, OrderStatus::Pending) => Decision::FailOrder {
+        (PaymentSucceeded, Paid, Reference::Matches) => ignore(None),
+        (PaymentSucceeded, Paid, Reference::Mismatch) => {
+            ignore(Some(AnomalyKind::SecondSuccessForPaidOrder))
+        }
+        (PaymentSucceeded, Failed, _) => ignore(Some(AnomalyKind::SuccessAfterFailed)),
+        (PaymentSucceeded, Closed, _) => ignore(Some(AnomalyKind::LateSuccess)),
+        (PaymentFailed, Pending, Reference::Matches) => Decision::FailOrder {
             reason: "PAYMENT_FAILED",
             anomaly: None,
         },
-        (CallbackType::PaymentFailed, OrderStatus::Paid) => Decision::Ignore {
-            anomaly: Some(AnomalyKind::FailureAfterPaid),
-        },
-        (CallbackType::PaymentFailed, OrderStatus::Failed) => Decision::Ignore { anomaly: None },
-        (CallbackType::PaymentSucceeded, OrderStatus::Closed) => Decision::Ignore {
-            anomaly: Some(AnomalyKind::LateSuccess),
-        },
-        (CallbackType::PaymentFailed, OrderStatus::Closed) => Decision::Ignore { anomaly: None },
+        (PaymentFailed, Paid, Reference::Matches) => ignore(Some(AnomalyKind::FailureAfterPaid)),
+        (PaymentFailed, _, _) => ignore(None),
     }
 }
 
@@ -170,34 +192,84 @@ pub async fn apply_callback(
     db: &PgPool,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
-    let data = &callback.event.data;
     faults::crash_point("callback.before_tx");
     if let Some(ack) = answer_if_seen(db, callback).await? {
         return Ok(ack);
     }
 
     let mut tx = db.begin().await?;
+    match apply_in_tx(&mut tx, callback).await? {
+        Applied::Done(decision) => {
+            faults::crash_point("callback.in_tx");
+            tx.commit().await?;
+            faults::crash_point("callback.after_commit");
+            tracing::info!(outcome = decision.outcome().as_str(), "callback applied");
+            Ok(CallbackAck {
+                code: "SUCCESS".into(),
+                duplicate: false,
+            })
+        }
+        Applied::AlreadyClaimed => {
+            // A concurrent delivery of the same id committed between our first look and now.
+            tx.rollback().await?;
+            answer_if_seen(db, callback)
+                .await?
+                .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")))
+        }
+        Applied::OrderNotFound => {
+            tx.commit().await?;
+            tracing::warn!("callback for an unknown order refused");
+            Err(ApiError::OrderNotFound)
+        }
+        Applied::AmountMismatch(message) => {
+            tx.commit().await?;
+            Err(ApiError::AmountMismatch(message))
+        }
+    }
+}
 
-    let Some(order) = orders::lock_with_account(&mut *tx, &data.order_no).await? else {
-        log_delivery(&mut tx, callback, CallbackOutcome::OrderNotFound, 404).await?;
-        tx.commit().await?;
-        tracing::warn!("callback for an unknown order refused");
-        return Err(ApiError::OrderNotFound);
+/// What [`apply_in_tx`] did; the caller commits (or, for `AlreadyClaimed`, rolls back).
+#[derive(Debug)]
+pub(crate) enum Applied {
+    /// The decision was carried out and the delivery logged.
+    Done(Decision),
+    /// The event id was claimed by someone else since the caller last looked.
+    AlreadyClaimed,
+    /// No such order (delivery logged).
+    OrderNotFound,
+    /// Amount or currency differ (anomaly and delivery logged): the message says how.
+    AmountMismatch(String),
+}
+
+/// The body of the callback transaction, in a transaction the caller opened
+/// (a callback's own, or a query worker's that already holds the order's row
+/// lock): lock the order and account, check the amount, decide, claim the event
+/// id, carry the decision out and log it. Nothing is committed here.
+pub(crate) async fn apply_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+) -> Result<Applied, ApiError> {
+    let data = &callback.event.data;
+    let Some(order) = orders::lock_with_account(&mut **tx, &data.order_no).await? else {
+        log_delivery(tx, callback, CallbackOutcome::OrderNotFound, 404).await?;
+        return Ok(Applied::OrderNotFound);
     };
 
     if order.amount_cents != data.amount_cents || order.currency != data.currency {
         return refuse_amount_mismatch(tx, callback, &order).await;
     }
 
+    let reference = order.reference(&data.payment_id, data.merchant_reference.as_deref());
     let decision = decide(
         callback.event.kind,
         order.status,
+        reference,
         order.spendable_cents(),
         order.amount_cents,
     );
 
     let claimed = callbacks::insert(
-        &mut *tx,
+        &mut **tx,
         NewCallback {
             callback_id: &callback.callback_id,
             body_sha256: &callback.body_sha256,
@@ -209,23 +281,12 @@ pub async fn apply_callback(
     )
     .await?;
     if !claimed {
-        // A concurrent delivery of the same id committed between our first look and now.
-        tx.rollback().await?;
-        return answer_if_seen(db, callback)
-            .await?
-            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")));
+        return Ok(Applied::AlreadyClaimed);
     }
 
-    execute(&mut tx, callback, &order, decision).await?;
-    log_delivery(&mut tx, callback, decision.outcome(), 200).await?;
-    faults::crash_point("callback.in_tx");
-    tx.commit().await?;
-    faults::crash_point("callback.after_commit");
-    tracing::info!(outcome = decision.outcome().as_str(), "callback applied");
-    Ok(CallbackAck {
-        code: "SUCCESS".into(),
-        duplicate: false,
-    })
+    execute(tx, callback, &order, decision).await?;
+    log_delivery(tx, callback, decision.outcome(), 200).await?;
+    Ok(Applied::Done(decision))
 }
 
 async fn execute(
@@ -267,7 +328,13 @@ async fn execute(
             {
                 return Err(broken("balance dropped"));
             }
-            attempts::settle(&mut **tx, &order.order_no, AttemptStatus::Succeeded).await?;
+            attempts::settle(
+                &mut **tx,
+                &order.order_no,
+                AttemptStatus::Succeeded,
+                Some(&callback.event.data.payment_id),
+            )
+            .await?;
             None
         }
         Decision::FailOrder { reason, anomaly } => {
@@ -279,7 +346,13 @@ async fn execute(
             {
                 return Err(broken("hold missing"));
             }
-            attempts::settle(&mut **tx, &order.order_no, AttemptStatus::Failed).await?;
+            attempts::settle(
+                &mut **tx,
+                &order.order_no,
+                AttemptStatus::Failed,
+                Some(&callback.event.data.payment_id),
+            )
+            .await?;
             anomaly.map(|kind| {
                 let details = json!({
                     "balance_cents": order.balance_cents,
@@ -296,6 +369,10 @@ async fn execute(
                 "order_status": order.status,
                 "event": callback.event.kind.as_str(),
                 "payment_id": callback.event.data.payment_id,
+                "merchant_reference": callback.event.data.merchant_reference,
+                "attempt_payment_id": order.attempt_payment_id,
+                "attempt_platform_payment_id": order.attempt_platform_payment_id,
+                "note": kind_note(kind),
             });
             (kind, details)
         }),
@@ -358,10 +435,10 @@ async fn answer_if_seen(
 }
 
 async fn refuse_amount_mismatch(
-    mut tx: Transaction<'_, Postgres>,
+    tx: &mut Transaction<'_, Postgres>,
     callback: &VerifiedCallback,
     order: &LockedOrder,
-) -> Result<CallbackAck, ApiError> {
+) -> Result<Applied, ApiError> {
     let data = &callback.event.data;
     let details = json!({
         "order_amount_cents": order.amount_cents,
@@ -370,19 +447,41 @@ async fn refuse_amount_mismatch(
         "callback_currency": data.currency.as_str(),
     });
     anomalies::record(
-        &mut *tx,
+        &mut **tx,
         &callback.callback_id,
         &order.order_no,
         AnomalyKind::AmountMismatch,
         details,
     )
     .await?;
-    log_delivery(&mut tx, callback, CallbackOutcome::AmountMismatch, 422).await?;
-    tx.commit().await?;
-    Err(ApiError::AmountMismatch(format!(
+    log_delivery(tx, callback, CallbackOutcome::AmountMismatch, 422).await?;
+    Ok(Applied::AmountMismatch(format!(
         "callback reports {} {}, the order is {} {}; nothing was charged",
         data.amount_cents, data.currency, order.amount_cents, order.currency
     )))
+}
+
+/// What a person reading an anomaly raised by an ignored result should know.
+fn kind_note(kind: AnomalyKind) -> &'static str {
+    match kind {
+        AnomalyKind::UnsolicitedPayment => {
+            "a success for an order we never handed to the platform: nothing was charged"
+        }
+        AnomalyKind::PaymentReferenceMismatch => {
+            "a success naming another payment than the order's attempt: nothing was charged"
+        }
+        AnomalyKind::SecondSuccessForPaidOrder => {
+            "a second payment succeeded for an order already paid: the platform may hold money twice"
+        }
+        AnomalyKind::SuccessAfterFailed => {
+            "a success for an order that had failed: the platform may hold money we did not book"
+        }
+        AnomalyKind::LateSuccess => {
+            "a success for an order closed unpaid: the platform may hold money we did not book"
+        }
+        AnomalyKind::FailureAfterPaid => "a failure for an order already charged",
+        _ => "",
+    }
 }
 
 async fn log_delivery(
@@ -421,25 +520,57 @@ mod tests {
         ])
     }
 
+    fn any_reference() -> impl Strategy<Value = Reference> {
+        prop::sample::select(vec![
+            Reference::Matches,
+            Reference::NoAttempt,
+            Reference::Mismatch,
+        ])
+    }
+
     proptest! {
         #[test]
         fn decisions_only_ask_for_moves_the_state_machine_allows(
-            kind in any_kind(), status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000
+            kind in any_kind(), status in any_status(), reference in any_reference(),
+            balance in 0_i64..1_000, amount in 1_i64..1_000
         ) {
-            match decide(kind, status, balance, amount) {
+            match decide(kind, status, reference, balance, amount) {
                 Decision::Charge => {
                     prop_assert!(status.can_transition_to(OrderStatus::Paid));
                     prop_assert!(balance >= amount);
                     prop_assert_eq!(kind, CallbackType::PaymentSucceeded);
                 }
                 Decision::FailOrder { .. } => prop_assert!(status.can_transition_to(OrderStatus::Failed)),
-                Decision::Ignore { .. } => prop_assert!(status.is_final()),
+                Decision::Ignore { .. } => prop_assert!(status.is_final() || reference != Reference::Matches),
             }
         }
 
         #[test]
-        fn a_failure_never_charges(status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000) {
-            prop_assert_ne!(decide(CallbackType::PaymentFailed, status, balance, amount), Decision::Charge);
+        fn a_failure_never_charges(
+            status in any_status(), reference in any_reference(), balance in 0_i64..1_000, amount in 1_i64..1_000
+        ) {
+            prop_assert_ne!(decide(CallbackType::PaymentFailed, status, reference, balance, amount), Decision::Charge);
+        }
+
+        #[test]
+        fn only_a_result_naming_our_attempt_changes_an_order(
+            kind in any_kind(), status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000,
+            reference in prop::sample::select(vec![Reference::NoAttempt, Reference::Mismatch]),
+        ) {
+            let decision = decide(kind, status, reference, balance, amount);
+            prop_assert!(matches!(decision, Decision::Ignore { .. }), "{decision:?}");
+            if kind == CallbackType::PaymentSucceeded {
+                // A success we cannot book is always put in front of a person.
+                prop_assert!(matches!(decision, Decision::Ignore { anomaly: Some(_) }), "{decision:?}");
+            }
+        }
+
+        #[test]
+        fn the_same_payment_reported_again_on_a_paid_order_is_no_news(balance in 0_i64..1_000, amount in 1_i64..1_000) {
+            prop_assert_eq!(
+                decide(CallbackType::PaymentSucceeded, OrderStatus::Paid, Reference::Matches, balance, amount),
+                Decision::Ignore { anomaly: None }
+            );
         }
     }
 
@@ -449,6 +580,7 @@ mod tests {
             decide(
                 CallbackType::PaymentSucceeded,
                 OrderStatus::Pending,
+                Reference::Matches,
                 99,
                 100
             ),
@@ -456,6 +588,27 @@ mod tests {
                 reason: "INSUFFICIENT_FUNDS",
                 anomaly: Some(AnomalyKind::InsufficientFunds)
             }
+        );
+    }
+
+    #[test]
+    fn unsolicited_and_mismatched_successes_are_flagged_by_their_own_kind() {
+        let flagged = |reference| {
+            decide(
+                CallbackType::PaymentSucceeded,
+                OrderStatus::Pending,
+                reference,
+                1_000,
+                100,
+            )
+        };
+        assert_eq!(
+            flagged(Reference::NoAttempt).outcome(),
+            CallbackOutcome::IgnoredUnsolicited
+        );
+        assert_eq!(
+            flagged(Reference::Mismatch).outcome(),
+            CallbackOutcome::IgnoredReferenceMismatch
         );
     }
 }

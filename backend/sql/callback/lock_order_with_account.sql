@@ -1,7 +1,7 @@
 SELECT o.order_no, o.account_id, o.amount_cents, o.currency, o.status, a.balance_cents, a.held_cents,
-       CASE WHEN o.status = 'PENDING' AND EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
-            THEN o.amount_cents ELSE 0 END AS hold_cents,
-       o.expires_at
+       CASE WHEN o.status = 'PENDING' AND p.payment_id IS NOT NULL THEN o.amount_cents ELSE 0 END AS hold_cents,
+       o.expires_at, p.payment_id AS attempt_payment_id, p.platform_payment_id AS attempt_platform_payment_id
 FROM orders o JOIN accounts a ON a.account_id = o.account_id
+     LEFT JOIN payment_attempts p ON p.order_no = o.order_no
 WHERE o.order_no = $1
 FOR UPDATE OF o, a

@@ -108,15 +108,22 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Resul
 }
 
 /// Marks an attempt as accepted by the payment platform: `SUBMITTED`, unless
-/// a result settled it first (a callback can beat this bookkeeping).
+/// a result settled it first (a callback can beat this bookkeeping), and
+/// records the platform's id for the payment.
 #[tracing::instrument(name = "db.attempts.mark_submitted", skip(db))]
-pub async fn mark_submitted(db: impl PgExecutor<'_>, payment_id: Uuid) -> sqlx::Result<()> {
+pub async fn mark_submitted(
+    db: impl PgExecutor<'_>,
+    payment_id: Uuid,
+    platform_payment_id: Option<&str>,
+) -> sqlx::Result<()> {
     sqlx::query!(
         "UPDATE payment_attempts
          SET submitted_at = now(),
-             status = CASE WHEN status IN ('CREATED', 'UNKNOWN') THEN 'SUBMITTED' ELSE status END
+             status = CASE WHEN status IN ('CREATED', 'UNKNOWN') THEN 'SUBMITTED' ELSE status END,
+             platform_payment_id = coalesce(platform_payment_id, $2)
          WHERE payment_id = $1 AND submitted_at IS NULL",
         payment_id,
+        platform_payment_id,
     )
     .execute(db)
     .await?;
@@ -148,8 +155,14 @@ pub async fn settle(
     db: impl PgExecutor<'_>,
     order_no: &str,
     status: AttemptStatus,
+    platform_payment_id: Option<&str>,
 ) -> sqlx::Result<()> {
-    sqlx::query_file!("sql/callback/settle_attempt.sql", order_no, status.as_str())
+    sqlx::query_file!(
+        "sql/callback/settle_attempt.sql",
+        order_no,
+        status.as_str(),
+        platform_payment_id
+    )
         .execute(db)
         .await?;
     Ok(())

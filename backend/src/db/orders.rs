@@ -167,12 +167,43 @@ pub struct LockedOrder {
     pub hold_cents: i64,
     /// When it stops being payable.
     pub expires_at: OffsetDateTime,
+    /// The order's payment attempt (our payment id), if it has one.
+    pub attempt_payment_id: Option<Uuid>,
+    /// The platform's id for that payment, once recorded.
+    pub attempt_platform_payment_id: Option<String>,
 }
 
 impl LockedOrder {
     /// What this order may spend: the account's available money plus its own hold.
     pub fn spendable_cents(&self) -> i64 {
         self.balance_cents - self.held_cents + self.hold_cents
+    }
+
+    /// Whether a result naming `platform_payment_id` (and, when the platform
+    /// echoes it, our `merchant_reference`) is about this order's attempt.
+    ///
+    /// Both names are compared when both sides have them; a result that names
+    /// neither in a comparable way (a platform that does not echo our reference,
+    /// for an attempt whose hand-over answer was lost) is taken as the attempt's,
+    /// since only one payment per order was ever handed over.
+    pub fn reference(
+        &self,
+        platform_payment_id: &str,
+        merchant_reference: Option<&str>,
+    ) -> crate::charge::Reference {
+        use crate::charge::Reference;
+        let Some(ours) = self.attempt_payment_id else {
+            return Reference::NoAttempt;
+        };
+        if let Some(reference) = merchant_reference
+            && Uuid::parse_str(reference).ok() != Some(ours)
+        {
+            return Reference::Mismatch;
+        }
+        match &self.attempt_platform_payment_id {
+            Some(recorded) if recorded != platform_payment_id => Reference::Mismatch,
+            _ => Reference::Matches,
+        }
     }
 }
 

@@ -41,7 +41,8 @@ pub async fn dispatch(
         }
         Err(err) => return Err(err.into()),
     };
-    attempts::mark_submitted(db, attempt.payment_id).await?;
+    let recorded = Some(platform_payment_id.as_str()).filter(|id| !id.is_empty());
+    attempts::mark_submitted(db, attempt.payment_id, recorded).await?;
     tracing::info!(payment_id = %attempt.payment_id, %platform_payment_id, "payment handed to the platform");
     Ok(())
 }
