@@ -247,6 +247,11 @@ pub struct Order {
     /// Where the shopper pays it: the payment page of this order.
     #[serde(default)]
     pub pay_url: String,
+    /// Where its payment stands with the platform; null until a pay started
+    /// one. `UNKNOWN` while the hand-over's answer was lost and the platform is
+    /// being asked: the page says it is confirming, never that it failed.
+    #[serde(default)]
+    pub payment_status: Option<crate::AttemptStatus>,
 }
 
 /// `POST /api/orders/{order_no}/request-token`: a one-time token for one "Pay now".

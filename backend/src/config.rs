@@ -138,6 +138,26 @@ pub struct Config {
     #[arg(long, env = env::SANDBOX_CALLBACK_DELAY_MS, default_value_t = 500)]
     pub sandbox_callback_delay_ms: u64,
 
+    /// Make the in-process sandbox decide payments but never post their
+    /// callbacks, as a platform whose notifications are lost: the active query
+    /// alone settles them (to try it; see QUERY_AFTER_SECS).
+    #[arg(long, env = env::SANDBOX_DROP_CALLBACKS, default_value_t = false)]
+    pub sandbox_drop_callbacks: bool,
+
+    /// Seconds after a hand-over before the platform is first asked about a
+    /// payment that has no result yet.
+    #[arg(long, env = env::QUERY_AFTER_SECS, default_value_t = 60)]
+    pub query_after_secs: u64,
+
+    /// Seconds between later queries of a payment without a result.
+    #[arg(long, env = env::QUERY_EVERY_SECS, default_value_t = 300)]
+    pub query_every_secs: u64,
+
+    /// Queries after the first without a result before the payment is flagged
+    /// STUCK_PAYMENT for a person (the queries go on).
+    #[arg(long, env = env::QUERY_RETRIES, default_value_t = 5)]
+    pub query_retries: u32,
+
     /// Largest number of PostgreSQL connections.
     #[arg(long, env = env::DATABASE_MAX_CONNECTIONS, default_value_t = 20)]
     pub database_max_connections: u32,
@@ -158,6 +178,17 @@ pub enum Command {
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::from(text.to_owned()))
+}
+
+impl Config {
+    /// When the platform is asked about payments without a result.
+    pub fn query_schedule(&self) -> crate::settlement::QuerySchedule {
+        crate::settlement::QuerySchedule {
+            after: Duration::from_secs(self.query_after_secs),
+            every: Duration::from_secs(self.query_every_secs),
+            retries: self.query_retries,
+        }
+    }
 }
 
 impl Default for Config {
@@ -183,6 +214,10 @@ impl Default for Config {
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
+            sandbox_drop_callbacks: false,
+            query_after_secs: 60,
+            query_every_secs: 300,
+            query_retries: 5,
             database_max_connections: 20,
             command: None,
         }
@@ -196,6 +231,8 @@ pub enum PlatformChoice {
     Sandbox {
         /// How long the simulator takes to decide a payment.
         callback_delay: Duration,
+        /// Decide payments but post no callbacks.
+        drop_callbacks: bool,
     },
     /// A platform over HTTP.
     Remote {
@@ -312,6 +349,7 @@ impl Config {
             }
             PlatformKind::Sandbox => PlatformChoice::Sandbox {
                 callback_delay: Duration::from_millis(self.sandbox_callback_delay_ms),
+                drop_callbacks: self.sandbox_drop_callbacks,
             },
             PlatformKind::Remote => {
                 let url = self

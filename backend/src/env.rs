@@ -54,6 +54,14 @@ pub const STATIC_DIR: &str = "STATIC_DIR";
 pub const DEMO: &str = "DEMO";
 /// Delay of the in-process sandbox platform's callback, in ms.
 pub const SANDBOX_CALLBACK_DELAY_MS: &str = "SANDBOX_CALLBACK_DELAY_MS";
+/// `true`: the in-process sandbox decides payments but posts no callbacks.
+pub const SANDBOX_DROP_CALLBACKS: &str = "SANDBOX_DROP_CALLBACKS";
+/// Seconds after a hand-over before the first query of a payment without a result.
+pub const QUERY_AFTER_SECS: &str = "QUERY_AFTER_SECS";
+/// Seconds between later queries.
+pub const QUERY_EVERY_SECS: &str = "QUERY_EVERY_SECS";
+/// Queries after the first before STUCK_PAYMENT.
+pub const QUERY_RETRIES: &str = "QUERY_RETRIES";
 /// Crash points (`name=probability,...`); read only by builds with the `fault-injection` feature.
 pub const CRASH_POINTS: &str = "CRASH_POINTS";
 /// Seed of the crash-point dice; read only by builds with the `fault-injection` feature.
@@ -88,6 +96,10 @@ pub const ALL: &[&str] = &[
     STATIC_DIR,
     DEMO,
     SANDBOX_CALLBACK_DELAY_MS,
+    SANDBOX_DROP_CALLBACKS,
+    QUERY_AFTER_SECS,
+    QUERY_EVERY_SECS,
+    QUERY_RETRIES,
     CRASH_POINTS,
     CRASH_SEED,
     RUST_LOG,

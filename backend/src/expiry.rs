@@ -1,11 +1,13 @@
 //! Order expiry: every few seconds, close the PENDING orders that passed their
-//! `expires_at` with no payment attempt (`db::orders::close_expired`). Rows
-//! are claimed with `FOR UPDATE SKIP LOCKED`, so any number of backend
-//! instances sweep side by side without closing one order twice or waiting on
-//! a pay that is deciding about it. An expired order that *has* an attempt is
-//! left to its payment's result (the platform query and close come next).
+//! `expires_at`. Those with no payment attempt become CLOSED here
+//! (`db::orders::close_expired`); those with one are queried and closed at the
+//! platform first ([`crate::settlement::expire_attempts`]). Rows are claimed
+//! with `FOR UPDATE SKIP LOCKED`, so any number of backend instances sweep side
+//! by side without closing one order twice or waiting on a pay that is
+//! deciding about it.
 
 use crate::db::orders;
+use crate::platform::Platform;
 use sqlx::PgPool;
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
 const BATCH: i64 = 500;
 
 /// Forever: closes expired unpaid orders.
-pub async fn run(db: PgPool) {
+pub async fn run(db: PgPool, platform: Platform) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     loop {
         tick.tick().await;
@@ -27,5 +29,6 @@ pub async fn run(db: PgPool) {
             }
             Err(err) => tracing::warn!(error = %err, "expiry sweep failed; the next one retries"),
         }
+        crate::settlement::expire_attempts(&db, &platform).await;
     }
 }

@@ -9,7 +9,10 @@
 //! 6. per account: held = sum of the amounts of its PENDING orders that have a
 //!    payment attempt, and balance >= held >= 0 (funds held at pay);
 //! 7. an attempt agrees with its order: SUCCEEDED exactly when the order is
-//!    PAID, FAILED only for a FAILED order, and an open attempt only for a PENDING one.
+//!    PAID, FAILED only for a FAILED order, CLOSED only for a CLOSED one, and an
+//!    open attempt only for a PENDING one;
+//! 8. every `CHARGE` names the platform payment of its order's attempt: nothing
+//!    is charged for a payment we did not hand over.
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -140,6 +143,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
            FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
            WHERE (p.status = 'SUCCEEDED') <> (o.status = 'PAID')
               OR (p.status = 'FAILED' AND o.status <> 'FAILED')
+              OR (p.status = 'CLOSED' AND o.status <> 'CLOSED')
               OR (p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status <> 'PENDING')"#
     )
     .fetch_all(db)
@@ -148,6 +152,21 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
         violations.push(format!(
             "attempt {} is {} but its order {} is {}",
             row.payment_id, row.attempt, row.order_no, row.order
+        ));
+    }
+
+    let unnamed = sqlx::query!(
+        r#"SELECT l.order_no, l.payment_id, p.payment_id AS "attempt?", p.platform_payment_id
+           FROM payment_ledger l LEFT JOIN payment_attempts p ON p.order_no = l.order_no
+           WHERE l.kind = 'CHARGE'
+             AND (p.payment_id IS NULL OR p.platform_payment_id IS DISTINCT FROM l.payment_id)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in unnamed {
+        violations.push(format!(
+            "order {} was charged for platform payment {} but its attempt {:?} is platform payment {:?}",
+            row.order_no, row.payment_id, row.attempt, row.platform_payment_id
         ));
     }
 

@@ -25,6 +25,7 @@ pub mod platform;
 pub mod routes;
 pub mod schema;
 pub mod serve;
+pub mod settlement;
 pub mod startup;
 pub mod state;
 pub mod static_files;

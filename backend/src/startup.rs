@@ -52,6 +52,7 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     router: Router,
+    query_schedule: crate::settlement::QuerySchedule,
 }
 
 impl Application {
@@ -104,9 +105,10 @@ impl Application {
                 tracing::info!(platform = %url, "payments go to a remote platform");
                 Platform::remote(url, callback_url)?
             }
-            PlatformChoice::Sandbox { callback_delay } => {
-                sandbox(&webhook, *callback_delay, callback_url)?
-            }
+            PlatformChoice::Sandbox {
+                callback_delay,
+                drop_callbacks,
+            } => sandbox(&webhook, *callback_delay, *drop_callbacks, callback_url)?,
         };
 
         let reset = platform.forget_in_process_hand_overs(&db).await?;
@@ -165,6 +167,7 @@ impl Application {
             listener,
             state,
             router,
+            query_schedule: config.query_schedule(),
         })
     }
 
@@ -182,7 +185,12 @@ impl Application {
     /// payment attempts in the background meanwhile.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
-        let expiry = crate::expiry::run(self.state.db.clone());
+        let expiry = crate::expiry::run(self.state.db.clone(), self.state.platform.clone());
+        let queries = crate::settlement::run_queries(
+            self.state.db.clone(),
+            self.state.platform.clone(),
+            self.query_schedule,
+        );
         let limits = serve::Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
@@ -192,6 +200,7 @@ impl Application {
             result = server => result,
             () = dispatcher => Ok(()),
             () = expiry => Ok(()),
+            () = queries => Ok(()),
         }
     }
 }
@@ -201,19 +210,26 @@ impl Application {
 fn sandbox(
     secret: &callback_signing::CallbackSecret,
     callback_delay: Duration,
+    drop_callbacks: bool,
     callback_url: String,
 ) -> anyhow::Result<Platform> {
+    if drop_callbacks {
+        tracing::warn!(
+            "SANDBOX_DROP_CALLBACKS=true: the sandbox posts no callbacks; only the active query settles payments"
+        );
+    }
     tracing::warn!(
         "PLATFORM=sandbox: payments are decided by the in-process simulator and no money moves \
          (amounts ending in 13 minor units fail). Never run this in production."
     );
-    Platform::in_process(secret, callback_delay, callback_url)
+    Platform::in_process(secret, callback_delay, drop_callbacks, callback_url)
 }
 
 #[cfg(not(feature = "sandbox"))]
 fn sandbox(
     _secret: &callback_signing::CallbackSecret,
     _callback_delay: Duration,
+    _drop_callbacks: bool,
     _callback_url: String,
 ) -> anyhow::Result<Platform> {
     // `Config::settle` refuses PLATFORM=sandbox in this build before we get here.

@@ -186,7 +186,8 @@ pub async fn reset_submitted_of_pending_orders(db: impl PgExecutor<'_>) -> sqlx:
 }
 
 /// Attempts committed but never handed to the platform (e.g. the process died in between),
-/// older than `min_age_secs`, for the dispatcher to send again.
+/// older than `min_age_secs`, for the dispatcher to send again. Expired orders are left
+/// to the expiry sweep, which closes their payments at the platform instead.
 #[tracing::instrument(name = "db.attempts.list_unsubmitted", skip(db))]
 pub async fn list_unsubmitted(
     db: impl PgExecutor<'_>,
@@ -197,15 +198,112 @@ pub async fn list_unsubmitted(
     let min_age_secs = min_age_secs as f64;
     sqlx::query_as!(
         AttemptRow,
-        r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
-                  response_status, response_body, submitted_at
-           FROM payment_attempts
-           WHERE submitted_at IS NULL AND status IN ('CREATED', 'UNKNOWN')
-             AND created_at < now() - make_interval(secs => $1)
-           ORDER BY created_at LIMIT $2"#,
+        r#"SELECT p.payment_id, p.request_token, p.order_no, p.amount_cents,
+                  p.currency AS "currency: Currency", p.response_status, p.response_body, p.submitted_at
+           FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
+           WHERE p.submitted_at IS NULL AND p.status IN ('CREATED', 'UNKNOWN')
+             AND p.created_at < now() - make_interval(secs => $1)
+             AND o.expires_at > now()
+           ORDER BY p.created_at LIMIT $2"#,
         min_age_secs,
         limit,
     )
     .fetch_all(db)
+    .await
+}
+
+/// An open attempt a worker holds: its order's row is locked `FOR UPDATE`
+/// until the worker's transaction ends, so no other instance's worker, no
+/// callback and no pay can act on the order meanwhile, and a crash releases it.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The order.
+    pub order_no: String,
+    /// Our payment id, the platform's merchant reference.
+    pub payment_id: Uuid,
+    /// The platform's id, when recorded.
+    pub platform_payment_id: Option<String>,
+    /// Where the attempt stands (`CREATED`, `SUBMITTED` or `UNKNOWN`).
+    pub status: AttemptStatus,
+    /// Queries made so far.
+    pub queries: i32,
+    /// The order's account (its hold is released when the order closes).
+    pub account_id: Uuid,
+    /// The order's amount, held on the account.
+    pub amount_cents: i64,
+}
+
+/// Claims one open attempt of a PENDING order that is due for a query: its
+/// `next_query_at`, or `query_after_secs` after its hand-over (its creation if
+/// it was never accepted), has passed. Orders another transaction holds are
+/// skipped, not waited for.
+#[tracing::instrument(name = "db.attempts.claim_due_query", skip(tx))]
+pub async fn claim_due_query(
+    tx: &mut sqlx::PgConnection,
+    query_after_secs: f64,
+) -> sqlx::Result<Option<Claimed>> {
+    sqlx::query_as!(
+        Claimed,
+        r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
+                  p.status AS "status: AttemptStatus", p.queries, o.account_id, o.amount_cents
+           FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
+           WHERE p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status = 'PENDING'
+             AND coalesce(p.next_query_at,
+                          coalesce(p.submitted_at, p.created_at) + make_interval(secs => $1)) <= now()
+           ORDER BY coalesce(p.next_query_at, p.created_at)
+           LIMIT 1
+           FOR UPDATE OF o SKIP LOCKED"#,
+        query_after_secs,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// Claims one expired PENDING order that has an open attempt (the ones
+/// without are closed by `orders::close_expired`), as [`claim_due_query`] does.
+#[tracing::instrument(name = "db.attempts.claim_expired", skip(tx))]
+pub async fn claim_expired(tx: &mut sqlx::PgConnection) -> sqlx::Result<Option<Claimed>> {
+    sqlx::query_as!(
+        Claimed,
+        r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
+                  p.status AS "status: AttemptStatus", p.queries, o.account_id, o.amount_cents
+           FROM orders o JOIN payment_attempts p ON p.order_no = o.order_no
+           WHERE o.status = 'PENDING' AND o.expires_at <= now()
+             AND p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')
+           ORDER BY o.expires_at
+           LIMIT 1
+           FOR UPDATE OF o SKIP LOCKED"#,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// Counts a query that brought no result and schedules the next one
+/// `next_in_secs` from now. A platform id the answer revealed is recorded, and
+/// an attempt the platform turned out to have is `SUBMITTED`. Returns the
+/// queries made so far.
+#[tracing::instrument(name = "db.attempts.record_query", skip(db))]
+pub async fn record_query(
+    db: impl PgExecutor<'_>,
+    payment_id: Uuid,
+    next_in_secs: f64,
+    platform_payment_id: Option<&str>,
+) -> sqlx::Result<i32> {
+    sqlx::query_scalar!(
+        "UPDATE payment_attempts
+         SET queries = queries + 1,
+             next_query_at = now() + make_interval(secs => $2),
+             platform_payment_id = coalesce(platform_payment_id, $3),
+             status = CASE WHEN $3::text IS NOT NULL AND status IN ('CREATED', 'UNKNOWN')
+                           THEN 'SUBMITTED' ELSE status END,
+             submitted_at = CASE WHEN $3::text IS NOT NULL THEN coalesce(submitted_at, now())
+                                 ELSE submitted_at END
+         WHERE payment_id = $1
+         RETURNING queries",
+        payment_id,
+        next_in_secs,
+        platform_payment_id,
+    )
+    .fetch_one(db)
     .await
 }

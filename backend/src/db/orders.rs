@@ -1,7 +1,7 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
 use crate::tokens::TokenFingerprint;
-use api_types::{Currency, OrderStatus};
+use api_types::{AttemptStatus, Currency, OrderStatus};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -31,6 +31,8 @@ pub struct OrderRow {
     pub paid_at: Option<OffsetDateTime>,
     /// When it stops being payable.
     pub expires_at: OffsetDateTime,
+    /// Its payment attempt's status, if a pay started one.
+    pub payment_status: Option<AttemptStatus>,
 }
 
 impl OrderRow {
@@ -48,6 +50,7 @@ impl OrderRow {
             failure_reason: self.failure_reason.clone(),
             description: self.description.clone(),
             pay_url: format!("{public_origin}/pay/{}", self.order_no),
+            payment_status: self.payment_status,
         }
     }
 }
@@ -79,7 +82,8 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
         r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                     status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at"#,
+                     status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
+                     NULL::text AS "payment_status?: AttemptStatus""#,
         new.order_no,
         new.shopper_id,
         new.account_id,
@@ -98,7 +102,9 @@ pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Optio
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
+                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
+                      AS "payment_status?: AttemptStatus"
            FROM orders WHERE order_no = $1"#,
         order_no,
     )
@@ -117,7 +123,9 @@ pub async fn find_owned(
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
+                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
+                      AS "payment_status?: AttemptStatus"
            FROM orders WHERE order_no = $1 AND shopper_id = $2"#,
         order_no,
         shopper_id,
@@ -136,7 +144,9 @@ pub async fn list_for_shopper(
     sqlx::query_as!(
         OrderRow,
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at
+                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
+                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
+                      AS "payment_status?: AttemptStatus"
            FROM orders WHERE shopper_id = $1 ORDER BY created_at DESC, order_no LIMIT $2"#,
         shopper_id,
         limit,
@@ -281,6 +291,42 @@ pub async fn record_token_issued(
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Closes an order whose payment the platform closed (or never had): PENDING
+/// -> CLOSED, its hold released and its attempt `CLOSED`, in the caller's
+/// transaction (which holds the order's row lock). Returns false when the
+/// order was no longer PENDING.
+#[tracing::instrument(name = "db.orders.close_with_attempt", skip(tx))]
+pub async fn close_with_attempt(
+    tx: &mut sqlx::PgConnection,
+    order_no: &str,
+    account_id: Uuid,
+    amount_cents: i64,
+) -> sqlx::Result<bool> {
+    let closed = sqlx::query!(
+        "UPDATE orders SET status = 'CLOSED', updated_at = now()
+         WHERE order_no = $1 AND status = 'PENDING'",
+        order_no,
+    )
+    .execute(&mut *tx)
+    .await?;
+    if closed.rows_affected() != 1 {
+        return Ok(false);
+    }
+    if !crate::db::accounts::release(&mut *tx, account_id, amount_cents).await? {
+        return Err(sqlx::Error::Protocol(format!(
+            "order {order_no} is closing but its account does not hold {amount_cents}"
+        )));
+    }
+    sqlx::query!(
+        "UPDATE payment_attempts SET status = 'CLOSED'
+         WHERE order_no = $1 AND status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')",
+        order_no,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(true)
 }
 
 /// Closes the expired PENDING orders nobody started paying, at most `limit`,

@@ -18,7 +18,7 @@ pub mod dispatcher;
 
 use crate::config::PlatformKind;
 use crate::db::attempts::AttemptRow;
-use api_types::platform::CreatePayment;
+use api_types::platform::{ALREADY_PAID, CreatePayment, PaymentState};
 #[cfg(feature = "sandbox")]
 use platform_sim::{SimConfig, Simulator};
 use sqlx::PgPool;
@@ -48,16 +48,22 @@ enum Mode {
 
 impl Platform {
     /// The simulator in this process, signing with `secret`, deciding each
-    /// payment after `processing_delay` (amounts ending in 13 minor units fail).
+    /// payment after `processing_delay` (amounts ending in 13 minor units fail),
+    /// and posting no callbacks when `drop_callbacks`.
     #[cfg(feature = "sandbox")]
     pub fn in_process(
         secret: &callback_signing::CallbackSecret,
         processing_delay: Duration,
+        drop_callbacks: bool,
         notify_url: String,
     ) -> anyhow::Result<Self> {
         let simulator = Simulator::try_new(SimConfig {
             secret: secret.clone(),
             processing_delay,
+            chaos: platform_sim::Chaos {
+                drop_callbacks,
+                ..platform_sim::Chaos::default()
+            },
             ..SimConfig::default()
         })?;
         Ok(Self::with_mode(Mode::InProcess(simulator), notify_url))
@@ -145,6 +151,112 @@ impl Platform {
                 Ok(payment.payment_id)
             }
         }
+    }
+}
+
+/// What the platform answered to a close.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseAnswer {
+    /// The payment will not be taken: its state now (`CLOSED`, or `FAILED` when
+    /// the platform had already refused it).
+    Closed(PaymentState),
+    /// The payment succeeded before the close arrived: it must be booked.
+    AlreadyPaid,
+    /// The platform has no payment by that reference: it was never handed over.
+    NotFound,
+}
+
+/// A query or close that got no usable answer (no connection, a timeout, a
+/// 5xx, a body that does not parse). Nothing is concluded from it; the worker
+/// asks again later.
+#[derive(Debug, thiserror::Error)]
+#[error("the platform gave no usable answer: {0:#}")]
+pub struct NoAnswer(anyhow::Error);
+
+impl Platform {
+    /// Asks the platform where the payment with our `payment_id` (its
+    /// merchant reference) stands. `None`: the platform does not have it.
+    pub async fn query(&self, payment_id: Uuid) -> Result<Option<PaymentState>, NoAnswer> {
+        let reference = payment_id.to_string();
+        match &self.mode {
+            Mode::Remote { http, base_url } => {
+                let response = http
+                    .get(format!("{base_url}/v1/payments/by-reference/{reference}"))
+                    .send()
+                    .await
+                    .map_err(|err| NoAnswer(err.into()))?;
+                match response.status() {
+                    reqwest::StatusCode::NOT_FOUND => Ok(None),
+                    status if status.is_success() => {
+                        let state = response
+                            .json::<PaymentState>()
+                            .await
+                            .map_err(|err| NoAnswer(err.into()))?;
+                        Ok(Some(state))
+                    }
+                    status => Err(NoAnswer(anyhow::anyhow!("query answered {status}"))),
+                }
+            }
+            #[cfg(feature = "sandbox")]
+            Mode::InProcess(simulator) => match simulator.query_by_reference(&reference).await {
+                Ok(payment) => Ok(Some(state_of(&payment))),
+                Err(platform_sim::SimError::PaymentNotFound(_)) => Ok(None),
+                Err(err) => Err(NoAnswer(err.into())),
+            },
+        }
+    }
+
+    /// Tells the platform to close the payment with our `payment_id`, so it can
+    /// never be paid.
+    pub async fn close(&self, payment_id: Uuid) -> Result<CloseAnswer, NoAnswer> {
+        let reference = payment_id.to_string();
+        match &self.mode {
+            Mode::Remote { http, base_url } => {
+                let response = http
+                    .post(format!(
+                        "{base_url}/v1/payments/by-reference/{reference}/close"
+                    ))
+                    .send()
+                    .await
+                    .map_err(|err| NoAnswer(err.into()))?;
+                let status = response.status();
+                if status.is_success() {
+                    let state = response
+                        .json::<PaymentState>()
+                        .await
+                        .map_err(|err| NoAnswer(err.into()))?;
+                    return Ok(CloseAnswer::Closed(state));
+                }
+                if status == reqwest::StatusCode::NOT_FOUND {
+                    return Ok(CloseAnswer::NotFound);
+                }
+                let body: serde_json::Value = response.json().await.unwrap_or_default();
+                if status == reqwest::StatusCode::CONFLICT && body["code"] == ALREADY_PAID {
+                    return Ok(CloseAnswer::AlreadyPaid);
+                }
+                Err(NoAnswer(anyhow::anyhow!("close answered {status}: {body}")))
+            }
+            #[cfg(feature = "sandbox")]
+            Mode::InProcess(simulator) => match simulator.close_by_reference(&reference).await {
+                Ok(payment) => Ok(CloseAnswer::Closed(state_of(&payment))),
+                Err(platform_sim::SimError::AlreadySucceeded(_)) => Ok(CloseAnswer::AlreadyPaid),
+                Err(platform_sim::SimError::PaymentNotFound(_)) => Ok(CloseAnswer::NotFound),
+                Err(err) => Err(NoAnswer(err.into())),
+            },
+        }
+    }
+}
+
+/// The simulator's fuller view, as any platform's query answer.
+#[cfg(feature = "sandbox")]
+fn state_of(payment: &platform_sim::Payment) -> PaymentState {
+    PaymentState {
+        payment_id: payment.payment_id.clone(),
+        order_no: payment.order_no.clone(),
+        merchant_reference: payment.merchant_reference.clone(),
+        amount_cents: payment.amount_cents,
+        currency: payment.currency,
+        status: payment.status,
     }
 }
 

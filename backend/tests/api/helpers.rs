@@ -81,6 +81,13 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
 
+/// Starts the app with a sandbox platform that decides payments but posts no
+/// callbacks (`SANDBOX_DROP_CALLBACKS`), for tests that post the platform's
+/// callbacks themselves about a payment [`TestApp::hand_over`] made.
+pub async fn spawn_app_without_callbacks() -> TestApp {
+    spawn_app_with(|config| config.sandbox_drop_callbacks = true).await
+}
+
 /// Starts the app after `adjust` changed the configuration.
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     spawn_app_on(TestDatabase::new("checkout_test"), adjust).await
@@ -390,6 +397,40 @@ impl TestApp {
         self.wait_until_final(order_no).await
     }
 
+    /// Pays the order as its shopper (the signed-in [`TestApp::http`]) and
+    /// waits until the platform accepted the payment: the attempt is
+    /// `SUBMITTED` with the platform's payment id recorded. Callbacks naming
+    /// the returned [`Payment`] are about this order's attempt. Needs an app
+    /// whose platform posts no callbacks of its own ([`spawn_app_without_callbacks`]).
+    pub async fn hand_over(&self, order: &Order) -> Payment {
+        assert!(
+            self.config.sandbox_drop_callbacks,
+            "hand_over needs an app from spawn_app_without_callbacks: the sandbox would post its own callback"
+        );
+        let token = self.request_token(&order.order_no).await;
+        let response = self.pay(&order.order_no, token).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "pay {}", order.order_no);
+        for _ in 0..200 {
+            let row: Option<(Uuid, Option<String>)> = sqlx::query_as(
+                "SELECT payment_id, platform_payment_id FROM payment_attempts
+                 WHERE order_no = $1 AND status = 'SUBMITTED'",
+            )
+            .bind(&order.order_no)
+            .fetch_optional(&self.db)
+            .await
+            .expect("attempt");
+            if let Some((payment_id, Some(platform_payment_id))) = row {
+                return Payment {
+                    order: order.clone(),
+                    payment_id,
+                    platform_payment_id,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the payment of {} was not handed over within 10 s", order.order_no);
+    }
+
     /// Posts a callback signed now with the app's secret.
     pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
         let signed = self
@@ -499,28 +540,53 @@ impl TestApp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot(pub Vec<String>);
 
-/// A payment result callback body.
-pub fn callback_body(kind: &str, order: &Order, amount_cents: i64, currency: &str) -> String {
+/// A payment as the platform knows it: the order, our payment id (the
+/// merchant reference) and the platform's payment id.
+#[derive(Debug, Clone)]
+pub struct Payment {
+    /// The order it pays.
+    pub order: Order,
+    /// Our payment id (the attempt).
+    pub payment_id: Uuid,
+    /// The platform's id for it.
+    pub platform_payment_id: String,
+}
+
+impl Payment {
+    /// A payment we never handed over: made-up ids, for an order with no attempt
+    /// (or to name another payment than the order's).
+    pub fn unsolicited(order: &Order) -> Self {
+        Self {
+            order: order.clone(),
+            payment_id: Uuid::new_v4(),
+            platform_payment_id: format!("pay_{}", Uuid::new_v4().simple()),
+        }
+    }
+}
+
+/// A payment result callback body about `payment`, with any amount and currency.
+pub fn callback_body(kind: &str, payment: &Payment, amount_cents: i64, currency: &str) -> String {
     json!({
         "type": kind,
         "timestamp": "2026-12-02T10:00:00Z",
         "data": {
-            "order_no": order.order_no,
+            "order_no": payment.order.order_no,
             "amount_cents": amount_cents,
             "currency": currency,
-            "payment_id": format!("pay_{}", Uuid::new_v4().simple()),
+            "payment_id": payment.platform_payment_id,
+            "merchant_reference": payment.payment_id,
         }
     })
     .to_string()
 }
 
-/// A `payment.succeeded` body for the order's own amount.
-pub fn success_body(order: &Order) -> String {
+/// A `payment.succeeded` body for the payment's own amount.
+pub fn success_body(payment: &Payment) -> String {
     callback_body(
         "payment.succeeded",
-        order,
-        order.amount_cents,
-        order.currency.as_str(),
+        payment,
+        payment.order.amount_cents,
+        payment.order.currency.as_str(),
     )
 }
 

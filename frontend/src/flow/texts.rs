@@ -27,6 +27,9 @@ pub const SENDING_PAYMENT: &str = "Sending your payment\u{2026}";
 pub const SENDING_PAYMENT_AGAIN: &str = "Sending your payment again\u{2026}";
 /// Progress while the accepted payment is polled until final.
 pub const WAITING_FOR_BANK: &str = "Waiting for the bank to confirm\u{2026}";
+/// Progress while the payment's hand-over had no answer and the platform is
+/// being asked where it stands: the payment is not failed, only unconfirmed.
+pub const CONFIRMING_WITH_PROVIDER: &str = "Confirming with the payment provider\u{2026}";
 
 /// The failure reason shown when a FAILED order carries none of its own.
 pub const DECLINED_WITHOUT_REASON: &str = "The payment was declined.";

@@ -8,7 +8,7 @@ use super::rules::{PayFlow, Phase};
 use super::texts::{self, Notice};
 use crate::format::format_timestamp;
 use api_types::api::{Account, Order};
-use api_types::{OrderStatus, format_minor};
+use api_types::{AttemptStatus, OrderStatus, format_minor};
 
 impl PayFlow {
     /// What the page shows for this state.
@@ -44,6 +44,12 @@ impl PayFlow {
             Phase::FetchingToken => Some(texts::PREPARING_PAYMENT),
             Phase::Submitting { retry: 0, .. } => Some(texts::SENDING_PAYMENT),
             Phase::Submitting { .. } => Some(texts::SENDING_PAYMENT_AGAIN),
+            Phase::Processing { .. }
+                if self.order.as_ref().and_then(|order| order.payment_status)
+                    == Some(AttemptStatus::Unknown) =>
+            {
+                Some(texts::CONFIRMING_WITH_PROVIDER)
+            }
             Phase::Processing { .. } => Some(texts::WAITING_FOR_BANK),
             _ => None,
         };

@@ -30,6 +30,7 @@ fn order(status: OrderStatus) -> Order {
         failure_reason: (status == OrderStatus::Failed).then(|| "card declined".into()),
         description: Some("Coffee beans, 1 kg".into()),
         pay_url: "http://127.0.0.1:3000/pay/ORD1".into(),
+        payment_status: None,
     }
 }
 

@@ -1,0 +1,306 @@
+//! Settling payments whose result does not come by itself: the active query
+//! and the close of expired orders at the platform.
+//!
+//! - **Query** ([`run_queries`]): an open attempt of a PENDING order with no
+//!   result `QUERY_AFTER_SECS` after its hand-over is asked about, then again
+//!   every `QUERY_EVERY_SECS`; after `QUERY_RETRIES` more answers without a
+//!   result a `STUCK_PAYMENT` anomaly puts it in front of a person (the queries
+//!   go on). A SUCCEEDED or FAILED answer is applied by the callback's own
+//!   transaction body ([`charge::apply_in_tx`]) under an event id of its own
+//!   (`query:<payment id>:<event>`), so a query's answer and the platform's
+//!   callback for the same payment charge once, whatever their order.
+//! - **Close** ([`expire_attempts`]): an expired PENDING order with an open
+//!   attempt is queried first (paid: booked as a success); otherwise the
+//!   payment is closed at the platform. Closed (or never received) → the order
+//!   is `CLOSED` and its hold released; "already paid" → asked again and booked
+//!   as a success, never `CLOSED`.
+//!
+//! **One runner per order.** Each step claims one order with `SELECT ... FOR
+//! UPDATE OF orders SKIP LOCKED` and keeps that row lock, inside one
+//! transaction, while it talks to the platform and writes the result. Another
+//! instance's worker skips the order; a callback or a pay for it waits for the
+//! commit and then sees the result. Nothing of a claim outlives a crash: the
+//! transaction rolls back and the next sweep claims the order again.
+
+use crate::charge::{self, Applied, VerifiedCallback};
+use crate::db::{anomalies, attempts, orders};
+use crate::faults;
+use crate::platform::{CloseAnswer, Platform};
+use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
+use api_types::platform::{PaymentState, PaymentStatus};
+use api_types::AnomalyKind;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::{PgPool, Postgres, Transaction};
+use std::time::Duration;
+
+/// When the platform is asked about a payment without a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuerySchedule {
+    /// First query, this long after the hand-over (`QUERY_AFTER_SECS`).
+    pub after: Duration,
+    /// Then again every this long (`QUERY_EVERY_SECS`).
+    pub every: Duration,
+    /// After the first query and this many more without a result, `STUCK_PAYMENT` (`QUERY_RETRIES`).
+    pub retries: u32,
+}
+
+impl Default for QuerySchedule {
+    /// WeChat Pay's advice and hyperswitch's payment sync: 60 s, then 5 × 300 s.
+    fn default() -> Self {
+        Self {
+            after: Duration::from_secs(60),
+            every: Duration::from_secs(300),
+            retries: 5,
+        }
+    }
+}
+
+/// How often the query worker looks for due attempts.
+const QUERY_TICK: Duration = Duration::from_secs(1);
+/// Most orders one tick of a worker settles (the rest wait for the next tick).
+const PER_TICK: usize = 200;
+
+/// Forever: queries the platform about attempts that are due.
+pub async fn run_queries(db: PgPool, platform: Platform, schedule: QuerySchedule) {
+    let mut tick = tokio::time::interval(QUERY_TICK);
+    loop {
+        tick.tick().await;
+        for _ in 0..PER_TICK {
+            match query_one(&db, &platform, schedule).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(err) => {
+                    tracing::warn!(error = %format!("{err:#}"), "query worker step failed; the next sweep retries");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Claims one due attempt, asks the platform, and settles or reschedules it.
+/// Returns false when nothing was due.
+pub async fn query_one(
+    db: &PgPool,
+    platform: &Platform,
+    schedule: QuerySchedule,
+) -> anyhow::Result<bool> {
+    let mut tx = db.begin().await?;
+    let Some(claimed) = attempts::claim_due_query(&mut tx, schedule.after.as_secs_f64()).await?
+    else {
+        return Ok(false);
+    };
+    let span = tracing::info_span!("settlement.query", order_no = %claimed.order_no, payment_id = %claimed.payment_id);
+    let _enter = span.enter();
+    match platform.query(claimed.payment_id).await {
+        Ok(Some(state)) if is_decided(state.status) => {
+            tracing::info!(status = ?state.status, platform_payment_id = %state.payment_id, "query: the platform has a result");
+            apply_state(&mut tx, &claimed, &state, schedule).await?;
+        }
+        Ok(Some(state)) if state.status == PaymentStatus::Closed => {
+            tracing::info!("query: the platform closed the payment; the order is CLOSED");
+            close(&mut tx, &claimed).await?;
+        }
+        Ok(Some(state)) => {
+            tracing::info!(platform_payment_id = %state.payment_id, "query: still processing");
+            no_result(&mut tx, &claimed, schedule, Some(&state.payment_id)).await?;
+        }
+        Ok(None) => {
+            tracing::info!(attempt = %claimed.status, "query: the platform does not have the payment (yet)");
+            no_result(&mut tx, &claimed, schedule, None).await?;
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "query: no usable answer; asking again later");
+            no_result(&mut tx, &claimed, schedule, None).await?;
+        }
+    }
+    faults::crash_point("query.in_tx");
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Forever part of the expiry sweep: closes expired orders that have an open
+/// attempt, one claimed order at a time, until none is left.
+pub async fn expire_attempts(db: &PgPool, platform: &Platform) {
+    for _ in 0..PER_TICK {
+        match expire_one(db, platform).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(err) => {
+                tracing::warn!(error = %format!("{err:#}"), "closing an expired payment failed; the next sweep retries");
+                break;
+            }
+        }
+    }
+}
+
+/// Claims one expired order with an open attempt and settles it: booked if
+/// the platform has a result, else closed there and here. Returns false when
+/// nothing was claimed.
+pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool> {
+    let mut tx = db.begin().await?;
+    let Some(claimed) = attempts::claim_expired(&mut tx).await? else {
+        return Ok(false);
+    };
+    let span = tracing::info_span!("settlement.expire", order_no = %claimed.order_no, payment_id = %claimed.payment_id);
+    let _enter = span.enter();
+    // Query first: a close can be refused because the payment was paid.
+    let known = platform.query(claimed.payment_id).await?;
+    match known {
+        Some(state) if is_decided(state.status) => {
+            tracing::info!(status = ?state.status, "expired order: the platform has a result; booking it");
+            apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+        }
+        Some(state) if state.status == PaymentStatus::Closed => {
+            tracing::info!("expired order: already closed at the platform; CLOSED");
+            close(&mut tx, &claimed).await?;
+        }
+        _ => match platform.close(claimed.payment_id).await? {
+            CloseAnswer::Closed(state) if state.status == PaymentStatus::Failed => {
+                tracing::info!("expired order: the platform had refused the payment; booking the failure");
+                apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+            }
+            CloseAnswer::Closed(_) => {
+                tracing::info!("expired order: payment closed at the platform; CLOSED, hold released");
+                close(&mut tx, &claimed).await?;
+            }
+            CloseAnswer::NotFound => {
+                tracing::info!("expired order: the platform never had the payment; CLOSED, hold released");
+                close(&mut tx, &claimed).await?;
+            }
+            CloseAnswer::AlreadyPaid => {
+                tracing::info!("expired order: the close was refused, already paid; booking the success");
+                match platform.query(claimed.payment_id).await? {
+                    Some(state) if state.status == PaymentStatus::Succeeded => {
+                        apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+                    }
+                    other => anyhow::bail!(
+                        "the platform refused the close as already paid but its query answers {other:?}"
+                    ),
+                }
+            }
+        },
+    }
+    faults::crash_point("expiry.in_tx");
+    tx.commit().await?;
+    Ok(true)
+}
+
+const fn is_decided(status: PaymentStatus) -> bool {
+    matches!(status, PaymentStatus::Succeeded | PaymentStatus::Failed)
+}
+
+/// Books a SUCCEEDED or FAILED answer through the callback's transaction body.
+async fn apply_state(
+    tx: &mut Transaction<'_, Postgres>,
+    claimed: &attempts::Claimed,
+    state: &PaymentState,
+    schedule: QuerySchedule,
+) -> anyhow::Result<()> {
+    let event = statement(claimed, state);
+    match charge::apply_in_tx(tx, &event).await.map_err(anyhow::Error::from)? {
+        Applied::Done(decision) => {
+            tracing::info!(
+                outcome = decision.outcome().as_str(),
+                event_id = %event.callback_id,
+                "platform's answer applied"
+            );
+        }
+        Applied::AlreadyClaimed => {
+            tracing::info!(event_id = %event.callback_id, "platform's answer was applied before");
+        }
+        Applied::OrderNotFound => anyhow::bail!("order {} vanished", claimed.order_no),
+        Applied::AmountMismatch(message) => {
+            // Flagged for a person; keep asking on the slow schedule.
+            tracing::warn!(%message, "platform's answer does not match the order");
+            no_result(tx, claimed, schedule, None).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The platform's answer as the event the callback transaction applies. Its
+/// id is stable per payment and result, so the same answer applied twice is a
+/// duplicate, and its body digest is computed from the facts (not a clock).
+fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallback {
+    let kind = if state.status == PaymentStatus::Succeeded {
+        CallbackType::PaymentSucceeded
+    } else {
+        CallbackType::PaymentFailed
+    };
+    let callback_id = format!("query:{}:{}", claimed.payment_id, kind.as_str());
+    let facts = format!(
+        "{callback_id}|{}|{}|{}|{}",
+        claimed.order_no, state.amount_cents, state.currency, state.payment_id
+    );
+    VerifiedCallback {
+        body_sha256: hex::encode(Sha256::digest(facts.as_bytes())),
+        event: CallbackEvent {
+            kind,
+            timestamp: EventTimestamp::Unix(time::OffsetDateTime::now_utc().unix_timestamp()),
+            data: CallbackData {
+                order_no: claimed.order_no.clone(),
+                amount_cents: state.amount_cents,
+                currency: state.currency,
+                payment_id: state.payment_id.clone(),
+                merchant_reference: state.merchant_reference.clone(),
+            },
+        },
+        callback_id,
+    }
+}
+
+/// A query without a result: counted, the next one scheduled, and the
+/// attempt flagged `STUCK_PAYMENT` once the retries are spent.
+async fn no_result(
+    tx: &mut Transaction<'_, Postgres>,
+    claimed: &attempts::Claimed,
+    schedule: QuerySchedule,
+    platform_payment_id: Option<&str>,
+) -> anyhow::Result<()> {
+    let queries = attempts::record_query(
+        &mut **tx,
+        claimed.payment_id,
+        schedule.every.as_secs_f64(),
+        platform_payment_id,
+    )
+    .await?;
+    if queries == i32::try_from(schedule.retries).unwrap_or(i32::MAX).saturating_add(1) {
+        anomalies::record(
+            &mut **tx,
+            &format!("query:{}", claimed.payment_id),
+            &claimed.order_no,
+            AnomalyKind::StuckPayment,
+            json!({
+                "payment_id": claimed.payment_id,
+                "platform_payment_id": claimed.platform_payment_id.as_deref().or(platform_payment_id),
+                "attempt_status": claimed.status,
+                "queries": queries,
+                "note": "the platform has no result for this payment after every scheduled query; \
+                         the queries go on, and a person should ask the platform",
+            }),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The order becomes CLOSED, its hold released, its attempt CLOSED.
+async fn close(
+    tx: &mut Transaction<'_, Postgres>,
+    claimed: &attempts::Claimed,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        orders::close_with_attempt(
+            tx,
+            &claimed.order_no,
+            claimed.account_id,
+            claimed.amount_cents
+        )
+        .await?,
+        "order {} left PENDING under our lock",
+        claimed.order_no
+    );
+    Ok(())
+}
