@@ -1,8 +1,11 @@
-//! The simulator's HTTP API: create and read payments, change the chaos knobs.
+//! The simulator's HTTP API: create, query and close payments, change the
+//! chaos knobs. (The crate docs list every route and its answers.)
 //!
 //! `POST /v1/payments` is idempotent by the `Idempotency-Key` header, like the
 //! platforms it imitates: the same key and body replay the payment (200 with
 //! `Idempotent-Replayed: true`), the same key with another body is refused (422).
+//! Queries and closes are thin: each calls the [`Simulator`] method of the same
+//! name, so in-process callers get the same counting, latency and answers.
 
 use crate::Simulator;
 use crate::chaos::Chaos;
@@ -25,6 +28,15 @@ pub(crate) fn router(simulator: Simulator) -> Router {
         .route("/healthz", get(healthz))
         .route("/v1/payments", post(create_payment))
         .route("/v1/payments/{payment_id}", get(get_payment))
+        .route("/v1/payments/{payment_id}/close", post(close_payment))
+        .route(
+            "/v1/payments/by-reference/{merchant_reference}",
+            get(get_payment_by_reference),
+        )
+        .route(
+            "/v1/payments/by-reference/{merchant_reference}/close",
+            post(close_payment_by_reference),
+        )
         .route("/v1/chaos", get(get_chaos).post(set_chaos))
         .fallback(|| async { SimError::NoRoute })
         .with_state(simulator)
@@ -66,10 +78,28 @@ async fn get_payment(
     State(simulator): State<Simulator>,
     Path(payment_id): Path<String>,
 ) -> Result<Json<Payment>, SimError> {
-    simulator
-        .payment(&payment_id)
-        .map(Json)
-        .ok_or(SimError::PaymentNotFound(payment_id))
+    simulator.query_by_id(&payment_id).await.map(Json)
+}
+
+async fn get_payment_by_reference(
+    State(simulator): State<Simulator>,
+    Path(reference): Path<String>,
+) -> Result<Json<Payment>, SimError> {
+    simulator.query_by_reference(&reference).await.map(Json)
+}
+
+async fn close_payment(
+    State(simulator): State<Simulator>,
+    Path(payment_id): Path<String>,
+) -> Result<Json<Payment>, SimError> {
+    simulator.close_by_id(&payment_id).await.map(Json)
+}
+
+async fn close_payment_by_reference(
+    State(simulator): State<Simulator>,
+    Path(reference): Path<String>,
+) -> Result<Json<Payment>, SimError> {
+    simulator.close_by_reference(&reference).await.map(Json)
 }
 
 async fn get_chaos(State(simulator): State<Simulator>) -> Json<Chaos> {

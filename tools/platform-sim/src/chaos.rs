@@ -1,12 +1,24 @@
-//! Chaos knobs: the ways real platforms misbehave when delivering callbacks.
+//! Chaos knobs: the ways real platforms misbehave when delivering callbacks
+//! and answering merchants.
 //!
-//! Each knob reproduces something a receiver must survive: the same callback
-//! several times at once, the same callback over a second route, a false
-//! failure before the success, a second success under a new id, and repeated
-//! deliveries after the receiver already said yes; and, on the way in, a
-//! creation answer lost after the payment was accepted. Every payment takes a copy
-//! of the knobs when it is created, so changing them at runtime (`POST
-//! /v1/chaos`) affects only later payments.
+//! Each knob reproduces something a merchant must survive:
+//!
+//! - callbacks: the same callback several times at once
+//!   ([`Chaos::concurrent_copies`]), the same callback over a second route
+//!   ([`Chaos::second_path_delay`]), a false failure before the success
+//!   ([`Chaos::reorder`]), a second success under a new id
+//!   ([`Chaos::second_success`]), repeated deliveries after the receiver
+//!   already said yes ([`Chaos::redeliver_after_success`]), and no callback at
+//!   all, so the merchant must query ([`Chaos::drop_callbacks`]);
+//! - creation: the answer lost after the payment was accepted
+//!   ([`Chaos::lose_create_answer`]);
+//! - queries and closes: a payment that stays PROCESSING until the merchant
+//!   gives up on it ([`Chaos::hold_processing`]), a shopper who pays just as
+//!   the merchant closes ([`Chaos::succeed_on_close`]), and slow answers that
+//!   let a merchant's concurrent queries overlap ([`Chaos::query_latency`]).
+//!
+//! Every payment takes a copy of the knobs when it is created, so changing
+//! them at runtime (`POST /v1/chaos`) affects only later payments.
 
 use crate::schedule::{ScheduleError, format_duration, parse_duration, parse_repeat};
 use serde::{Deserialize, Serialize};
@@ -36,6 +48,24 @@ pub struct Chaos {
     /// whether the platform has the payment. A retry with the same
     /// `Idempotency-Key` gets the payment as usual.
     pub lose_create_answer: bool,
+    /// Decide outcomes as usual but never send a callback: a platform whose
+    /// notifications never arrive, so the merchant must query.
+    pub drop_callbacks: bool,
+    /// Keep payments PROCESSING this long instead of the configured processing
+    /// delay (scaled by the time scale like every other wait): `"1h"` holds a
+    /// payment until the merchant closes it.
+    #[serde(with = "optional_duration_text")]
+    pub hold_processing: Option<Duration>,
+    /// A close that finds the payment PROCESSING decides it SUCCEEDED at that
+    /// moment (its success callback goes out as usual unless callbacks are
+    /// dropped) and is refused with 409 `PAYMENT_ALREADY_SUCCEEDED`: the
+    /// shopper paid at the last second.
+    pub succeed_on_close: bool,
+    /// Every query and close of the payment waits this long before it is
+    /// carried out and answered. Real time, not scaled by the time scale: it is
+    /// how long the merchant's own request takes, like the request timeout.
+    #[serde(with = "optional_duration_text")]
+    pub query_latency: Option<Duration>,
 }
 
 impl Default for Chaos {
@@ -47,6 +77,10 @@ impl Default for Chaos {
             second_success: false,
             redeliver_after_success: None,
             lose_create_answer: false,
+            drop_callbacks: false,
+            hold_processing: None,
+            succeed_on_close: false,
+            query_latency: None,
         }
     }
 }
@@ -115,7 +149,7 @@ mod optional_duration_text {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn the_default_is_a_well_behaved_platform() {
@@ -148,9 +182,42 @@ mod tests {
     }
 
     #[test]
+    fn query_and_close_knobs_round_trip_as_text() {
+        let knobs = json!({
+            "drop_callbacks": true,
+            "hold_processing": "1h",
+            "succeed_on_close": true,
+            "query_latency": "250ms"
+        });
+
+        let chaos: Chaos = serde_json::from_value(knobs.clone()).expect("parses");
+
+        assert_eq!(
+            chaos,
+            Chaos {
+                drop_callbacks: true,
+                hold_processing: Some(Duration::from_secs(3600)),
+                succeed_on_close: true,
+                query_latency: Some(Duration::from_millis(250)),
+                ..Chaos::default()
+            }
+        );
+        let written = serde_json::to_value(&chaos).expect("serialises");
+        for (name, value) in knobs.as_object().expect("object") {
+            assert_eq!(&written[name], value, "{name}");
+        }
+        let off = serde_json::to_value(Chaos::default()).expect("serialises");
+        assert_eq!(off["hold_processing"], Value::Null);
+        assert_eq!(off["query_latency"], Value::Null);
+    }
+
+    #[test]
     fn unknown_knobs_and_bad_durations_are_rejected() {
         assert!(serde_json::from_value::<Chaos>(json!({"copies": 2})).is_err());
+        assert!(serde_json::from_value::<Chaos>(json!({"drop_callback": true})).is_err());
         assert!(serde_json::from_value::<Chaos>(json!({"second_path_delay": "soon"})).is_err());
+        assert!(serde_json::from_value::<Chaos>(json!({"hold_processing": "1d"})).is_err());
+        assert!(serde_json::from_value::<Chaos>(json!({"query_latency": 250})).is_err());
     }
 
     #[test]

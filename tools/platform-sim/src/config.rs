@@ -17,7 +17,8 @@ pub struct SimConfig {
     pub secret: CallbackSecret,
     /// When unacknowledged callbacks are retried.
     pub schedule: Schedule,
-    /// Multiplies every wait (processing, retries, chaos delays; not the request timeout):
+    /// Multiplies every wait (processing, retries, chaos delays; not the request
+    /// timeout nor the query latency, which time the merchant's own requests):
     /// 0.001 runs a day of retries in under a minute and a half. Finite and not negative.
     pub time_scale: f64,
     /// How long a payment stays `PROCESSING` before its outcome is decided and its callback sent.
@@ -83,7 +84,7 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_SCHEDULE", default_value = "standard")]
     pub schedule: Schedule,
 
-    /// Multiplies every wait; 0.001 compresses a day of retries into about 90 seconds.
+    /// Multiplies every wait but the request timeout and query latency; 0.001 compresses a day of retries into about 90 seconds.
     #[arg(long, env = "SIM_TIME_SCALE", default_value_t = 1.0)]
     pub time_scale: f64,
 
@@ -128,6 +129,23 @@ pub struct SimArgs {
     /// Chaos: accept each new payment but answer its first creation request with 503 (the answer "lost").
     #[arg(long, env = "SIM_LOSE_CREATE_ANSWER", value_parser = BoolishValueParser::new())]
     pub lose_create_answer: bool,
+
+    /// Chaos: decide outcomes but never send a callback (the merchant must query).
+    #[arg(long, env = "SIM_DROP_CALLBACKS", value_parser = BoolishValueParser::new())]
+    pub drop_callbacks: bool,
+
+    /// Chaos: keep payments PROCESSING this long instead of the processing delay
+    /// (scaled by the time scale; e.g. 1h: until the merchant closes them).
+    #[arg(long, env = "SIM_HOLD_PROCESSING", value_parser = parse_duration)]
+    pub hold_processing: Option<Duration>,
+
+    /// Chaos: a close of a PROCESSING payment finds it just paid: it succeeds and the close gets 409.
+    #[arg(long, env = "SIM_SUCCEED_ON_CLOSE", value_parser = BoolishValueParser::new())]
+    pub succeed_on_close: bool,
+
+    /// Chaos: every query and close waits this long before answering (real time, not scaled; e.g. 200ms).
+    #[arg(long, env = "SIM_QUERY_LATENCY", value_parser = parse_duration)]
+    pub query_latency: Option<Duration>,
 }
 
 impl SimArgs {
@@ -152,6 +170,10 @@ impl SimArgs {
                 second_success: self.second_success,
                 redeliver_after_success: self.redeliver_after_success,
                 lose_create_answer: self.lose_create_answer,
+                drop_callbacks: self.drop_callbacks,
+                hold_processing: self.hold_processing,
+                succeed_on_close: self.succeed_on_close,
+                query_latency: self.query_latency,
             },
         }
     }
@@ -211,6 +233,28 @@ mod tests {
     }
 
     #[test]
+    fn query_and_close_flags_build_the_chaos_knobs() {
+        let config = parse(&[
+            "--drop-callbacks",
+            "--hold-processing",
+            "1h",
+            "--succeed-on-close",
+            "--query-latency",
+            "200ms",
+        ]);
+        assert!(config.chaos.drop_callbacks);
+        assert_eq!(
+            config.chaos.hold_processing,
+            Some(Duration::from_secs(3600))
+        );
+        assert!(config.chaos.succeed_on_close);
+        assert_eq!(config.chaos.query_latency, Some(Duration::from_millis(200)));
+
+        let plain = parse(&[]).chaos;
+        assert_eq!(plain, Chaos::default());
+    }
+
+    #[test]
     fn always_fail_overrides_the_suffix_rule() {
         assert_eq!(parse(&["--always-fail"]).outcome, OutcomeRule::AlwaysFail);
     }
@@ -221,6 +265,8 @@ mod tests {
             ["--fail-cents-suffix", "100"],
             ["--concurrent-copies", "0"],
             ["--schedule", "hourly"],
+            ["--hold-processing", "forever"],
+            ["--query-latency", "200"],
         ] {
             let argv = std::iter::once("platform-sim").chain(args);
             assert!(Cli::try_parse_from(argv).is_err(), "{args:?}");

@@ -3,8 +3,11 @@
 //! Every error answers with the same body as the backend's,
 //! `{"error":{"code":"...","message":"..."}}`, with codes of its own: the
 //! simulator plays a third-party platform, so it does not borrow the
-//! backend's error vocabulary from `api_types`.
+//! backend's error vocabulary from `api_types`. The one exception is
+//! [`ALREADY_PAID`], which the platform contract (`api_types::platform`)
+//! fixes because the checkout must recognise it.
 
+use api_types::platform::ALREADY_PAID;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
@@ -20,9 +23,17 @@ pub enum SimError {
     /// The `Idempotency-Key` was used before with a different request.
     #[error("this Idempotency-Key was already used with a different request")]
     IdempotencyKeyReused,
-    /// No payment has this id.
+    /// A new payment (a new `Idempotency-Key`) gave a `merchant_reference`
+    /// another payment already has, like WeChat Pay's "order number used".
+    #[error("this merchant_reference is already used by another payment")]
+    MerchantReferenceReused,
+    /// No payment has this id (or reference; the text says which was asked for).
     #[error("no payment {0}")]
     PaymentNotFound(String),
+    /// A close of the payment with this id came after it succeeded: the money
+    /// was taken, and the merchant must count the payment as paid.
+    #[error("payment {0} was already paid (it succeeded) and cannot be closed")]
+    AlreadySucceeded(String),
     /// No route matches.
     #[error("no such route")]
     NoRoute,
@@ -37,7 +48,9 @@ impl SimError {
         match self {
             Self::BadRequest(_) => "BAD_REQUEST",
             Self::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            Self::MerchantReferenceReused => "MERCHANT_REFERENCE_REUSED",
             Self::PaymentNotFound(_) => "PAYMENT_NOT_FOUND",
+            Self::AlreadySucceeded(_) => ALREADY_PAID,
             Self::NoRoute => "NOT_FOUND",
             Self::AnswerLost => "UNAVAILABLE",
         }
@@ -48,8 +61,12 @@ impl SimError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             // The request is well formed but conflicts with what the key already means (as Stripe answers).
-            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::IdempotencyKeyReused | Self::MerchantReferenceReused => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Self::PaymentNotFound(_) | Self::NoRoute => StatusCode::NOT_FOUND,
+            // The close conflicts with what already happened to the payment.
+            Self::AlreadySucceeded(_) => StatusCode::CONFLICT,
             Self::AnswerLost => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

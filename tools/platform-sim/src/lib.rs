@@ -7,9 +7,32 @@
 //! misbehave the way real platforms do, so a receiver can prove it charges
 //! exactly once anyway.
 //!
+//! A merchant whose callback never came can ask about a payment, by the
+//! platform's id or by its own `merchant_reference`, and close it: a close
+//! and the payment's decision never both win, so after a successful close no
+//! callback is ever sent.
+//!
+//! Routes ([`Simulator::router`]); every error is `{"error":{"code","message"}}`:
+//!
+//! - `POST /v1/payments` with `Idempotency-Key`: 201 [`PaymentCreated`]; the
+//!   same key and body again, 200 with `Idempotent-Replayed: true`; the same
+//!   key with another body, 422 `IDEMPOTENCY_KEY_REUSED`; a new key with a
+//!   `merchant_reference` another payment has, 422 `MERCHANT_REFERENCE_REUSED`.
+//! - `GET /v1/payments/{payment_id}` and
+//!   `GET /v1/payments/by-reference/{merchant_reference}`: 200 [`Payment`]
+//!   (which reads as `api_types::platform::PaymentState`), or 404
+//!   `PAYMENT_NOT_FOUND`.
+//! - `POST /v1/payments/{payment_id}/close` and
+//!   `POST /v1/payments/by-reference/{merchant_reference}/close` (no body):
+//!   200 [`Payment`], CLOSED (again on a repeat) or FAILED as it was; 409
+//!   `PAYMENT_ALREADY_SUCCEEDED` when it was paid; 404 `PAYMENT_NOT_FOUND`.
+//! - `GET /v1/chaos`, `POST /v1/chaos`: read or replace the [`Chaos`] knobs.
+//! - `GET /healthz`: `ok`.
+//!
 //! Run it as its own process (the `platform-sim` binary) or in-process: build
-//! a [`Simulator`], serve its [`Simulator::router`], or call
-//! [`Simulator::create_payment`] directly. Deliveries run on tokio tasks the
+//! a [`Simulator`], serve its [`Simulator::router`], or call its methods
+//! directly ([`Simulator::create_payment`], [`Simulator::query_by_reference`],
+//! [`Simulator::close_by_reference`], ...). Deliveries run on tokio tasks the
 //! simulator spawns.
 //!
 //! Where things are: [`schedule`] (retry waits), [`outcome`] (which payments
@@ -37,8 +60,9 @@ pub use outcome::OutcomeRule;
 pub use payment::{CallbackRecord, CreatePayment, Payment, PaymentCreated, PaymentStatus};
 pub use schedule::Schedule;
 
+use api_types::api::CallbackType;
 use delivery::Deliverer;
-use payment::{Created, PaymentBook, StoredPayment};
+use payment::{Closing, Created, Lookup, PaymentBook, RequestKind, StoredPayment};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// A running sandbox platform. Cheap to clone: clones share payments, knobs and deliveries.
@@ -94,7 +118,7 @@ impl Simulator {
         })
     }
 
-    /// The HTTP API (`/v1/payments`, `/v1/chaos`, `/healthz`), ready to serve.
+    /// The HTTP API (`/v1/payments...`, `/v1/chaos`, `/healthz`; see the crate docs), ready to serve.
     pub fn router(&self) -> axum::Router {
         api::router(self.clone())
     }
@@ -103,34 +127,77 @@ impl Simulator {
     ///
     /// Returns the payment and whether it was replayed: the same key with the
     /// same request returns the existing payment and starts nothing; the same
-    /// key with another request is [`SimError::IdempotencyKeyReused`]. A new
-    /// payment's processing and callback delivery run on a spawned tokio task.
+    /// key with another request is [`SimError::IdempotencyKeyReused`]; a new key
+    /// with a `merchant_reference` another payment has is
+    /// [`SimError::MerchantReferenceReused`]. A new payment copies the current
+    /// chaos knobs; its processing and callback delivery run on a spawned tokio task.
     pub async fn create_payment(
         &self,
         idempotency_key: &str,
         request: CreatePayment,
     ) -> Result<(Payment, bool), SimError> {
-        let created = lock(&self.inner.book).create(idempotency_key, request)?;
+        let chaos = self.chaos();
+        let created = lock(&self.inner.book).create(idempotency_key, request, chaos)?;
         match created {
             Created::Replayed(stored) => Ok((self.view(&stored), true)),
             Created::New(stored) => {
                 tracing::info!(
                     payment_id = %stored.payment_id,
                     order_no = %stored.request.order_no,
+                    merchant_reference = stored.request.merchant_reference.as_deref(),
                     amount_cents = stored.request.amount_cents,
                     "payment accepted"
                 );
-                let chaos = self.chaos();
-                tokio::spawn(self.clone().process(stored.clone(), chaos));
+                tokio::spawn(self.clone().process(stored.clone()));
                 Ok((self.view(&stored), false))
             }
         }
     }
 
-    /// A payment with its callbacks, as `GET /v1/payments/{payment_id}` answers.
+    /// A payment with its callbacks and counters, for a look from the side (tests,
+    /// dashboards): unlike [`Simulator::query_by_id`] it is not a merchant's
+    /// query, so it counts nothing and never waits.
     pub fn payment(&self, payment_id: &str) -> Option<Payment> {
         let stored = lock(&self.inner.book).get(payment_id).cloned()?;
         Some(self.view(&stored))
+    }
+
+    /// A merchant's query by the platform's id, as `GET /v1/payments/{payment_id}`:
+    /// counted in [`Payment::queries`] and [`Payment::max_concurrent_requests`],
+    /// answered after the payment's [`Chaos::query_latency`].
+    pub async fn query_by_id(&self, payment_id: &str) -> Result<Payment, SimError> {
+        self.serve_request(Lookup::Id(payment_id), RequestKind::Query)
+            .await
+    }
+
+    /// A merchant's query by its own reference, as `GET
+    /// /v1/payments/by-reference/{merchant_reference}`: counted and delayed as
+    /// [`Simulator::query_by_id`] is.
+    pub async fn query_by_reference(&self, reference: &str) -> Result<Payment, SimError> {
+        self.serve_request(Lookup::Reference(reference), RequestKind::Query)
+            .await
+    }
+
+    /// A merchant's close by the platform's id, as `POST
+    /// /v1/payments/{payment_id}/close`.
+    ///
+    /// A PROCESSING payment becomes CLOSED and no callback is ever sent for it;
+    /// CLOSED or FAILED is answered as it is; SUCCEEDED is
+    /// [`SimError::AlreadySucceeded`] (as is a PROCESSING payment under chaos
+    /// [`Chaos::succeed_on_close`], which succeeds at that moment). Counted in
+    /// [`Payment::closes`] and [`Payment::max_concurrent_requests`], carried out
+    /// after the payment's [`Chaos::query_latency`].
+    pub async fn close_by_id(&self, payment_id: &str) -> Result<Payment, SimError> {
+        self.serve_request(Lookup::Id(payment_id), RequestKind::Close)
+            .await
+    }
+
+    /// A merchant's close by its own reference, as `POST
+    /// /v1/payments/by-reference/{merchant_reference}/close`: see
+    /// [`Simulator::close_by_id`].
+    pub async fn close_by_reference(&self, reference: &str) -> Result<Payment, SimError> {
+        self.serve_request(Lookup::Reference(reference), RequestKind::Close)
+            .await
     }
 
     /// Every callback and delivery attempt so far.
@@ -154,21 +221,107 @@ impl Simulator {
         &self.inner.config
     }
 
-    /// Waits out the processing delay, decides the outcome, and delivers the callbacks.
-    async fn process(self, payment: StoredPayment, chaos: Chaos) {
+    /// One query or close: counted and marked in flight on entry, delayed by the
+    /// payment's query latency, then carried out.
+    async fn serve_request(
+        &self,
+        lookup: Lookup<'_>,
+        kind: RequestKind,
+    ) -> Result<Payment, SimError> {
+        let (payment_id, latency) = lock(&self.inner.book).begin_request(lookup, kind)?;
+        // Leaves the in-flight count when dropped, so a request whose future is
+        // abandoned mid-wait (its client hung up) stops counting too.
+        let in_flight = InFlight {
+            book: &self.inner.book,
+            payment_id,
+        };
+        if let Some(latency) = latency {
+            tokio::time::sleep(latency).await;
+        }
+        let payment_id = in_flight.payment_id.as_str();
+        match kind {
+            RequestKind::Query => self
+                .payment(payment_id)
+                .ok_or_else(|| SimError::PaymentNotFound(payment_id.to_owned())),
+            RequestKind::Close => self.close(payment_id),
+        }
+    }
+
+    /// Closes a payment now (see [`Simulator::close_by_id`]).
+    fn close(&self, payment_id: &str) -> Result<Payment, SimError> {
+        let closing = lock(&self.inner.book).close(payment_id);
+        match closing? {
+            Closing::Closed(stored) => {
+                tracing::info!(payment_id, "payment closed before it was decided");
+                Ok(self.view(&stored))
+            }
+            Closing::Unchanged(stored) => {
+                tracing::info!(payment_id, status = ?stored.status, "close of a payment already final");
+                Ok(self.view(&stored))
+            }
+            Closing::PaidFirst(stored) => {
+                tracing::info!(
+                    payment_id,
+                    "chaos: the shopper paid as the close arrived; close refused"
+                );
+                tokio::spawn(
+                    self.clone()
+                        .send_result(stored, CallbackType::PaymentSucceeded),
+                );
+                Err(SimError::AlreadySucceeded(payment_id.to_owned()))
+            }
+        }
+    }
+
+    /// Waits out the processing delay (or the payment's `hold_processing`),
+    /// decides the outcome unless the payment was closed meanwhile, and delivers
+    /// the callbacks.
+    async fn process(self, payment: StoredPayment) {
         let config = &self.inner.config;
-        tokio::time::sleep(schedule::scale(config.processing_delay, config.time_scale)).await;
+        let delay = payment
+            .chaos
+            .hold_processing
+            .unwrap_or(config.processing_delay);
+        tokio::time::sleep(schedule::scale(delay, config.time_scale)).await;
         let kind = config.outcome.decide(payment.request.amount_cents);
-        lock(&self.inner.book).set_status(&payment.payment_id, payment::status_of(kind));
+        // Decided under the book's lock only if still PROCESSING: a close that got
+        // there first wins, and then no callback may ever go out.
+        let decided = lock(&self.inner.book).decide(&payment.payment_id, payment::status_of(kind));
+        if !decided {
+            tracing::info!(payment_id = %payment.payment_id, "payment closed before its outcome; no callback");
+            return;
+        }
         tracing::info!(payment_id = %payment.payment_id, outcome = kind.as_str(), "payment decided");
+        self.send_result(payment, kind).await;
+    }
+
+    /// Delivers the callbacks of a decided payment, unless its knobs drop them.
+    async fn send_result(self, payment: StoredPayment, kind: CallbackType) {
+        if payment.chaos.drop_callbacks {
+            tracing::info!(payment_id = %payment.payment_id, outcome = kind.as_str(), "chaos: callback dropped");
+            return;
+        }
         self.inner
             .deliverer
-            .deliver_result(&payment, kind, &chaos)
+            .deliver_result(&payment, kind, &payment.chaos)
             .await;
     }
 
     fn view(&self, stored: &StoredPayment) -> Payment {
         stored.view(self.inner.log.callbacks(&stored.payment_id))
+    }
+}
+
+/// A query or close of one payment in flight: [`PaymentBook::begin_request`]
+/// counted it in, dropping this counts it out, whether it was answered or abandoned.
+struct InFlight<'a> {
+    book: &'a Mutex<PaymentBook>,
+    payment_id: String,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        lock(self.book).end_request(&self.payment_id);
     }
 }
 

@@ -1,6 +1,8 @@
 //! Payments as the simulator's API shows them, and the book that keeps them
-//! together with the idempotency record.
+//! together with the idempotency record, the merchant reference index, and the
+//! per-payment request counters.
 
+use crate::chaos::Chaos;
 use crate::error::SimError;
 use api_types::Currency;
 use api_types::api::CallbackType;
@@ -12,6 +14,15 @@ use uuid::Uuid;
 
 /// The longest idempotency key accepted (Stripe's limit; keys are meant to be UUIDs).
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+
+/// The longest merchant reference accepted (the checkout sends a UUID).
+pub const MAX_MERCHANT_REFERENCE_LEN: usize = 255;
+
+/// 1 to `max` visible ASCII characters: what keys and references may hold, so
+/// they travel in headers and URL paths without surprises.
+fn is_visible_ascii(text: &str, max: usize) -> bool {
+    !text.is_empty() && text.len() <= max && text.bytes().all(|byte| byte.is_ascii_graphic())
+}
 
 /// Rejects what no real platform would accept, before anything is stored.
 /// `notify_url` must be `http://`: the simulator speaks no TLS.
@@ -28,6 +39,13 @@ fn validate(request: &CreatePayment) -> Result<(), SimError> {
         return Err(SimError::BadRequest(
             "notify_url must be http:// (the simulator has no TLS)".into(),
         ));
+    }
+    if let Some(reference) = &request.merchant_reference
+        && !is_visible_ascii(reference, MAX_MERCHANT_REFERENCE_LEN)
+    {
+        return Err(SimError::BadRequest(format!(
+            "merchant_reference must be 1 to {MAX_MERCHANT_REFERENCE_LEN} visible ASCII characters"
+        )));
     }
     Ok(())
 }
@@ -51,13 +69,20 @@ pub struct PaymentCreated {
     pub status: PaymentStatus,
 }
 
-/// `GET /v1/payments/{payment_id}`: a payment and every callback sent about it.
+/// A payment, every callback sent about it, and how often the merchant asked
+/// about it: the answer to a query (`GET /v1/payments/{payment_id}`, `GET
+/// /v1/payments/by-reference/{merchant_reference}`) and to a close.
+///
+/// A superset of [`api_types::platform::PaymentState`]: a merchant that knows
+/// only the wire contract reads this answer as that.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payment {
     /// The platform's payment id.
     pub payment_id: String,
     /// The merchant's order number.
     pub order_no: String,
+    /// The merchant's id for the payment, as given at creation; null when none was.
+    pub merchant_reference: Option<String>,
     /// Amount in minor units.
     pub amount_cents: i64,
     /// ISO 4217 code.
@@ -66,6 +91,14 @@ pub struct Payment {
     pub status: PaymentStatus,
     /// Callbacks about this payment, in the order they were created.
     pub callbacks: Vec<CallbackRecord>,
+    /// Queries of this payment so far (by id or by reference), this one included.
+    pub queries: u32,
+    /// Close requests for this payment so far, this one included.
+    pub closes: u32,
+    /// The most query and close requests for this payment that were ever in
+    /// flight at the same moment. A merchant that lets one worker at a time
+    /// chase a payment keeps this at 1.
+    pub max_concurrent_requests: u32,
 }
 
 impl Payment {
@@ -94,19 +127,76 @@ pub struct CallbackRecord {
     pub last_status: Option<u16>,
 }
 
-/// A payment as stored: the request it was made from and its status.
+/// A payment as stored: the request it was made from, the knobs it copied, its
+/// status and its request counters.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredPayment {
     pub payment_id: String,
     pub request: CreatePayment,
+    /// The chaos knobs as they were when the payment was created.
+    pub chaos: Chaos,
     pub status: PaymentStatus,
+    pub counters: Counters,
 }
 
-/// Payments by id, and idempotency keys pointing at them.
+/// How often a payment was queried and closed, and how many of those requests overlapped.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Counters {
+    pub queries: u32,
+    pub closes: u32,
+    /// Query and close requests for the payment in flight right now.
+    pub in_flight: u32,
+    pub max_concurrent_requests: u32,
+}
+
+/// How a payment is named in a query or close.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lookup<'a> {
+    /// By the platform's payment id.
+    Id(&'a str),
+    /// By the merchant's reference.
+    Reference(&'a str),
+}
+
+impl Lookup<'_> {
+    /// The error for a payment that is not there, naming what was asked for.
+    fn not_found(self) -> SimError {
+        match self {
+            Self::Id(id) => SimError::PaymentNotFound(id.to_owned()),
+            Self::Reference(reference) => {
+                SimError::PaymentNotFound(format!("with merchant_reference {reference}"))
+            }
+        }
+    }
+}
+
+/// A request about one payment that the counters tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestKind {
+    /// A `GET` by id or by reference.
+    Query,
+    /// A close by id or by reference.
+    Close,
+}
+
+/// What [`PaymentBook::close`] did.
+pub(crate) enum Closing {
+    /// The payment was PROCESSING and is now CLOSED.
+    Closed(StoredPayment),
+    /// The payment was already CLOSED or FAILED: nothing changed; answer with it.
+    Unchanged(StoredPayment),
+    /// Chaos `succeed_on_close`: the shopper paid as the close arrived. The payment
+    /// is now SUCCEEDED; its success callback must be started, and the close refused.
+    PaidFirst(StoredPayment),
+}
+
+/// Payments by id, and idempotency keys and merchant references pointing at them.
 #[derive(Debug, Default)]
 pub(crate) struct PaymentBook {
     /// Idempotency key -> payment id. The request is kept in the payment to detect key reuse.
     by_key: HashMap<String, String>,
+    /// Merchant reference -> payment id; one payment per reference.
+    by_reference: HashMap<String, String>,
     payments: HashMap<String, StoredPayment>,
 }
 
@@ -119,15 +209,17 @@ pub(crate) enum Created {
 }
 
 impl PaymentBook {
-    /// Creates a payment, or returns the one this key already created.
+    /// Creates a payment that copies `chaos`, or returns the one this key already created.
     ///
     /// One call under one lock, so two concurrent requests with the same key
-    /// cannot both create a payment.
-    pub fn create(&mut self, key: &str, request: CreatePayment) -> Result<Created, SimError> {
-        if key.is_empty()
-            || key.len() > MAX_IDEMPOTENCY_KEY_LEN
-            || !key.bytes().all(|byte| byte.is_ascii_graphic())
-        {
+    /// cannot both create a payment, nor two with the same merchant reference.
+    pub fn create(
+        &mut self,
+        key: &str,
+        request: CreatePayment,
+        chaos: Chaos,
+    ) -> Result<Created, SimError> {
+        if !is_visible_ascii(key, MAX_IDEMPOTENCY_KEY_LEN) {
             return Err(SimError::BadRequest(format!(
                 "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
             )));
@@ -145,12 +237,25 @@ impl PaymentBook {
                 Ok(Created::Replayed(existing.clone()))
             }
             Entry::Vacant(entry) => {
+                // A reference names one payment, as a real platform's order number
+                // does: a second payment under it would make queries ambiguous.
+                if let Some(reference) = &request.merchant_reference
+                    && self.by_reference.contains_key(reference)
+                {
+                    return Err(SimError::MerchantReferenceReused);
+                }
                 let payment = StoredPayment {
                     payment_id: format!("pay_{}", Uuid::new_v4().simple()),
                     request,
+                    chaos,
                     status: PaymentStatus::Processing,
+                    counters: Counters::default(),
                 };
                 entry.insert(payment.payment_id.clone());
+                if let Some(reference) = &payment.request.merchant_reference {
+                    self.by_reference
+                        .insert(reference.clone(), payment.payment_id.clone());
+                }
                 self.payments
                     .insert(payment.payment_id.clone(), payment.clone());
                 Ok(Created::New(payment))
@@ -163,10 +268,80 @@ impl PaymentBook {
         self.payments.get(payment_id)
     }
 
-    /// Records the decided outcome.
-    pub fn set_status(&mut self, payment_id: &str, status: PaymentStatus) {
+    fn find_mut(&mut self, lookup: Lookup<'_>) -> Option<&mut StoredPayment> {
+        let payment_id = match lookup {
+            Lookup::Id(id) => id,
+            Lookup::Reference(reference) => self.by_reference.get(reference)?,
+        };
+        self.payments.get_mut(payment_id)
+    }
+
+    /// Counts a query or close of a payment and marks it in flight until
+    /// [`PaymentBook::end_request`]. Returns the payment's id and the query
+    /// latency it copied at creation.
+    pub fn begin_request(
+        &mut self,
+        lookup: Lookup<'_>,
+        kind: RequestKind,
+    ) -> Result<(String, Option<std::time::Duration>), SimError> {
+        let payment = self.find_mut(lookup).ok_or_else(|| lookup.not_found())?;
+        let counters = &mut payment.counters;
+        match kind {
+            RequestKind::Query => counters.queries = counters.queries.saturating_add(1),
+            RequestKind::Close => counters.closes = counters.closes.saturating_add(1),
+        }
+        counters.in_flight = counters.in_flight.saturating_add(1);
+        counters.max_concurrent_requests = counters.max_concurrent_requests.max(counters.in_flight);
+        Ok((payment.payment_id.clone(), payment.chaos.query_latency))
+    }
+
+    /// The request [`PaymentBook::begin_request`] counted is over (answered or abandoned).
+    pub fn end_request(&mut self, payment_id: &str) {
         if let Some(payment) = self.payments.get_mut(payment_id) {
-            payment.status = status;
+            payment.counters.in_flight = payment.counters.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Records the decided outcome, only if the payment is still PROCESSING.
+    /// Returns whether it was recorded: false means a close got there first, and
+    /// the decision (and its callback) must be dropped.
+    ///
+    /// Deciding and closing both happen under the book's lock, so one of
+    /// them wins and the other sees it.
+    pub fn decide(&mut self, payment_id: &str, status: PaymentStatus) -> bool {
+        match self.payments.get_mut(payment_id) {
+            Some(payment) if payment.status == PaymentStatus::Processing => {
+                payment.status = status;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Closes a payment, as far as its status allows.
+    ///
+    /// PROCESSING becomes CLOSED (or, under chaos `succeed_on_close`, SUCCEEDED:
+    /// [`Closing::PaidFirst`]); CLOSED and FAILED are answered as they are, since
+    /// the money will not be taken either way; SUCCEEDED is
+    /// [`SimError::AlreadySucceeded`]: the merchant must count the payment as paid.
+    pub fn close(&mut self, payment_id: &str) -> Result<Closing, SimError> {
+        let payment = self
+            .payments
+            .get_mut(payment_id)
+            .ok_or_else(|| SimError::PaymentNotFound(payment_id.to_owned()))?;
+        match payment.status {
+            PaymentStatus::Processing if payment.chaos.succeed_on_close => {
+                payment.status = PaymentStatus::Succeeded;
+                Ok(Closing::PaidFirst(payment.clone()))
+            }
+            PaymentStatus::Processing => {
+                payment.status = PaymentStatus::Closed;
+                Ok(Closing::Closed(payment.clone()))
+            }
+            PaymentStatus::Closed | PaymentStatus::Failed => {
+                Ok(Closing::Unchanged(payment.clone()))
+            }
+            PaymentStatus::Succeeded => Err(SimError::AlreadySucceeded(payment_id.to_owned())),
         }
     }
 }
@@ -177,10 +352,14 @@ impl StoredPayment {
         Payment {
             payment_id: self.payment_id.clone(),
             order_no: self.request.order_no.clone(),
+            merchant_reference: self.request.merchant_reference.clone(),
             amount_cents: self.request.amount_cents,
             currency: self.request.currency,
             status: self.status,
             callbacks,
+            queries: self.counters.queries,
+            closes: self.counters.closes,
+            max_concurrent_requests: self.counters.max_concurrent_requests,
         }
     }
 }
@@ -199,24 +378,39 @@ mod tests {
         }
     }
 
+    fn with_reference(amount_cents: i64, reference: &str) -> CreatePayment {
+        CreatePayment {
+            merchant_reference: Some(reference.into()),
+            ..request(amount_cents)
+        }
+    }
+
+    /// Creates a payment with the default knobs that must be new; returns its id.
+    fn new_payment(book: &mut PaymentBook, key: &str, request: CreatePayment) -> String {
+        match book.create(key, request, Chaos::default()) {
+            Ok(Created::New(payment)) => payment.payment_id,
+            Ok(Created::Replayed(_)) => panic!("{key} replayed"),
+            Err(err) => panic!("{key} refused: {err}"),
+        }
+    }
+
     #[test]
     fn the_same_key_and_request_replay_the_same_payment() {
         let mut book = PaymentBook::default();
-        let Ok(Created::New(first)) = book.create("key-1", request(1000)) else {
-            panic!("first use creates");
-        };
-        let Ok(Created::Replayed(again)) = book.create("key-1", request(1000)) else {
+        let first = new_payment(&mut book, "key-1", request(1000));
+        let Ok(Created::Replayed(again)) = book.create("key-1", request(1000), Chaos::default())
+        else {
             panic!("second use replays");
         };
-        assert_eq!(first.payment_id, again.payment_id);
+        assert_eq!(first, again.payment_id);
     }
 
     #[test]
     fn the_same_key_with_another_request_is_refused() {
         let mut book = PaymentBook::default();
-        assert!(book.create("key-1", request(1000)).is_ok());
+        new_payment(&mut book, "key-1", request(1000));
         assert!(matches!(
-            book.create("key-1", request(2000)),
+            book.create("key-1", request(2000), Chaos::default()),
             Err(SimError::IdempotencyKeyReused)
         ));
     }
@@ -224,11 +418,101 @@ mod tests {
     #[test]
     fn malformed_requests_and_keys_are_refused() {
         let mut book = PaymentBook::default();
-        assert!(book.create("", request(1000)).is_err());
-        assert!(book.create("has space", request(1000)).is_err());
-        assert!(book.create("key", request(0)).is_err());
         let mut https = request(1000);
         https.notify_url = "https://example.com/cb".into();
-        assert!(book.create("key", https).is_err());
+        for (key, request) in [
+            ("", request(1000)),
+            ("has space", request(1000)),
+            ("key", request(0)),
+            ("key", https),
+            ("key", with_reference(1000, "")),
+            ("key", with_reference(1000, "has space")),
+            ("key", with_reference(1000, &"r".repeat(256))),
+        ] {
+            assert!(
+                book.create(key, request.clone(), Chaos::default()).is_err(),
+                "{key:?} {request:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_merchant_reference_names_one_payment() {
+        let mut book = PaymentBook::default();
+        let first = new_payment(&mut book, "key-1", with_reference(1000, "ref-1"));
+
+        let reused = book.create("key-2", with_reference(1000, "ref-1"), Chaos::default());
+        let replayed = book.create("key-1", with_reference(1000, "ref-1"), Chaos::default());
+
+        assert!(matches!(reused, Err(SimError::MerchantReferenceReused)));
+        assert!(matches!(replayed, Ok(Created::Replayed(p)) if p.payment_id == first));
+        let (found, _) = book
+            .begin_request(Lookup::Reference("ref-1"), RequestKind::Query)
+            .expect("found by reference");
+        assert_eq!(found, first);
+    }
+
+    #[test]
+    fn a_closed_payment_cannot_be_decided_and_a_decided_one_cannot_be_closed() {
+        let mut book = PaymentBook::default();
+        let closed = new_payment(&mut book, "key-1", request(1000));
+        let paid = new_payment(&mut book, "key-2", request(2000));
+
+        assert!(
+            matches!(book.close(&closed), Ok(Closing::Closed(p)) if p.status == PaymentStatus::Closed)
+        );
+        assert!(!book.decide(&closed, PaymentStatus::Succeeded));
+        assert!(book.decide(&paid, PaymentStatus::Succeeded));
+        assert!(!book.decide(&paid, PaymentStatus::Failed));
+
+        assert_eq!(
+            book.get(&closed).map(|p| p.status),
+            Some(PaymentStatus::Closed)
+        );
+        assert_eq!(
+            book.get(&paid).map(|p| p.status),
+            Some(PaymentStatus::Succeeded)
+        );
+        assert!(matches!(book.close(&paid), Err(SimError::AlreadySucceeded(id)) if id == paid));
+        assert!(
+            matches!(book.close(&closed), Ok(Closing::Unchanged(p)) if p.status == PaymentStatus::Closed)
+        );
+    }
+
+    #[test]
+    fn succeed_on_close_decides_success_instead_of_closing() {
+        let mut book = PaymentBook::default();
+        let chaos = Chaos {
+            succeed_on_close: true,
+            ..Chaos::default()
+        };
+        let Ok(Created::New(payment)) = book.create("key-1", request(1000), chaos) else {
+            panic!("created");
+        };
+
+        assert!(
+            matches!(book.close(&payment.payment_id), Ok(Closing::PaidFirst(p)) if p.status == PaymentStatus::Succeeded)
+        );
+        assert!(!book.decide(&payment.payment_id, PaymentStatus::Succeeded));
+    }
+
+    #[test]
+    fn overlapping_requests_raise_the_concurrency_high_water_mark() {
+        let mut book = PaymentBook::default();
+        let id = new_payment(&mut book, "key-1", request(1000));
+        let mut begin = |kind| book.begin_request(Lookup::Id(&id), kind).expect("found");
+        begin(RequestKind::Query);
+        begin(RequestKind::Close);
+        book.end_request(&id);
+        book.end_request(&id);
+        book.begin_request(Lookup::Id(&id), RequestKind::Query)
+            .expect("found");
+        book.end_request(&id);
+
+        let counters = book.get(&id).expect("exists").counters;
+        assert_eq!(counters.queries, 2);
+        assert_eq!(counters.closes, 1);
+        assert_eq!(counters.in_flight, 0);
+        assert_eq!(counters.max_concurrent_requests, 2);
     }
 }

@@ -98,6 +98,23 @@ pub fn payment_body(order_no: &str, amount_cents: i64, notify_url: &str) -> Valu
     })
 }
 
+/// A `POST /v1/payments` body with a `merchant_reference`.
+pub fn referenced_body(
+    order_no: &str,
+    amount_cents: i64,
+    notify_url: &str,
+    reference: &str,
+) -> Value {
+    let mut body = payment_body(order_no, amount_cents, notify_url);
+    body["merchant_reference"] = json!(reference);
+    body
+}
+
+/// A fresh merchant reference, as the checkout sends (its attempt's payment id).
+pub fn new_reference() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 impl TestApp {
     /// `POST /v1/payments`, with the idempotency key when given.
     pub async fn post_payment(&self, key: Option<&str>, body: &Value) -> Response {
@@ -125,10 +142,58 @@ impl TestApp {
         response.json().await.expect("payment created body")
     }
 
+    /// Creates a payment under `reference` that must be new, notifying `notify_url`.
+    pub async fn pay_with_reference(
+        &self,
+        amount_cents: i64,
+        notify_url: &str,
+        reference: &str,
+    ) -> PaymentCreated {
+        let key = uuid::Uuid::new_v4().to_string();
+        let order_no = format!("ord_{}", uuid::Uuid::new_v4().simple());
+        let body = referenced_body(&order_no, amount_cents, notify_url, reference);
+        let response = self.post_payment(Some(&key), &body).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.json().await.expect("payment created body")
+    }
+
     /// `GET /v1/payments/{payment_id}`.
     pub async fn get_payment(&self, payment_id: &str) -> Response {
         self.http
             .get(format!("{}/v1/payments/{payment_id}", self.address))
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+
+    /// `GET /v1/payments/by-reference/{reference}`.
+    pub async fn get_by_reference(&self, reference: &str) -> Response {
+        self.http
+            .get(format!(
+                "{}/v1/payments/by-reference/{reference}",
+                self.address
+            ))
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+
+    /// `POST /v1/payments/{payment_id}/close`.
+    pub async fn close_payment(&self, payment_id: &str) -> Response {
+        self.http
+            .post(format!("{}/v1/payments/{payment_id}/close", self.address))
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+
+    /// `POST /v1/payments/by-reference/{reference}/close`.
+    pub async fn close_by_reference(&self, reference: &str) -> Response {
+        self.http
+            .post(format!(
+                "{}/v1/payments/by-reference/{reference}/close",
+                self.address
+            ))
             .send()
             .await
             .expect("simulator answers")
@@ -333,6 +398,12 @@ async fn receive(
     } else {
         StatusCode::OK
     }
+}
+
+/// The status of an answer and its JSON body.
+pub async fn status_and_body(response: Response) -> (StatusCode, Value) {
+    let status = response.status();
+    (status, response.json().await.expect("json body"))
 }
 
 /// The time between consecutive arrivals.

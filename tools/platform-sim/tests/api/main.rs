@@ -5,3 +5,4 @@ mod chaos;
 mod delivery;
 mod helpers;
 mod payments;
+mod query_and_close;

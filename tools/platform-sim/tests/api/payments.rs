@@ -1,7 +1,10 @@
 //! Taking payments: idempotency, validation, outcomes, and the payment view.
 
-use crate::helpers::{Behaviour, Receiver, payment_body, spawn_app};
+use crate::helpers::{
+    Behaviour, Receiver, new_reference, payment_body, referenced_body, spawn_app, status_and_body,
+};
 use api_types::api::CallbackType;
+use api_types::platform::PaymentState;
 use platform_sim::{CreatePayment, PaymentStatus, SimError};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -104,6 +107,8 @@ async fn a_malformed_body_is_400_in_the_error_shape() {
         serde_json::json!({"order_no": "ord_1", "amount_cents": 100, "currency": "euro", "notify_url": "http://x/"}),
         payment_body("ord_1", -5, "http://127.0.0.1:9/cb"),
         payment_body("ord_1", 100, "not a url"),
+        referenced_body("ord_1", 100, "http://127.0.0.1:9/cb", ""),
+        referenced_body("ord_1", 100, "http://127.0.0.1:9/cb", "has space"),
     ];
 
     for body in bodies {
@@ -234,4 +239,77 @@ async fn payments_can_be_created_in_process_without_http() {
     assert_eq!(reused, Err(SimError::IdempotencyKeyReused));
     let deliveries = receiver.wait_for(1).await;
     assert_eq!(deliveries[0].event.data.payment_id, first.payment_id);
+}
+
+#[tokio::test]
+async fn a_new_payment_with_a_used_merchant_reference_is_refused_with_422() {
+    let app = spawn_app(|_| {}).await;
+    let receiver = Receiver::start(&app.secret, Behaviour::accept_all()).await;
+    let reference = new_reference();
+    let body = referenced_body("ord_1", 1000, &receiver.url, &reference);
+    let other_order = referenced_body("ord_2", 1000, &receiver.url, &reference);
+
+    let (first, created) = status_and_body(app.post_payment(Some("key-1"), &body).await).await;
+    let (replay, replayed) = status_and_body(app.post_payment(Some("key-1"), &body).await).await;
+    let (reuse, refused) =
+        status_and_body(app.post_payment(Some("key-2"), &other_order).await).await;
+    let (same_body, refused_too) =
+        status_and_body(app.post_payment(Some("key-3"), &body).await).await;
+
+    assert_eq!(first, StatusCode::CREATED);
+    assert_eq!(replay, StatusCode::OK, "the same key still replays");
+    assert_eq!(replayed["payment_id"], created["payment_id"]);
+    for (status, answer) in [(reuse, refused), (same_body, refused_too)] {
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        assert_eq!(answer["error"]["code"], "MERCHANT_REFERENCE_REUSED");
+        assert!(answer["error"]["message"].is_string());
+    }
+    let (_, found) = status_and_body(app.get_by_reference(&reference).await).await;
+    assert_eq!(found["payment_id"], created["payment_id"]);
+    receiver.wait_for(1).await;
+    let deliveries = receiver.after_quiet(Duration::from_millis(300)).await;
+    assert_eq!(deliveries.len(), 1, "one payment: {deliveries:#?}");
+}
+
+#[tokio::test]
+async fn the_payment_view_reads_as_the_platforms_payment_state() {
+    let app = spawn_app(|_| {}).await;
+    let receiver = Receiver::start(&app.secret, Behaviour::accept_all()).await;
+    let reference = new_reference();
+    let with_reference = app
+        .pay_with_reference(2500, &receiver.url, &reference)
+        .await;
+    let without = app.pay(1000, &receiver.url).await;
+
+    let (_, raw) = status_and_body(app.get_payment(&with_reference.payment_id).await).await;
+    let (_, raw_without) = status_and_body(app.get_payment(&without.payment_id).await).await;
+
+    let state: PaymentState = serde_json::from_value(raw.clone()).expect("reads as PaymentState");
+    assert_eq!(
+        state,
+        PaymentState {
+            payment_id: with_reference.payment_id,
+            order_no: raw["order_no"].as_str().expect("order_no").to_owned(),
+            merchant_reference: Some(reference),
+            amount_cents: 2500,
+            currency: "EUR".parse().expect("currency"),
+            status: serde_json::from_value(raw["status"].clone()).expect("a status"),
+        }
+    );
+    assert!(state.order_no.starts_with("ord_"));
+    let state: PaymentState =
+        serde_json::from_value(raw_without.clone()).expect("reads as PaymentState");
+    assert_eq!(state.merchant_reference, None);
+    assert_eq!(
+        raw_without.get("merchant_reference"),
+        Some(&Value::Null),
+        "null, not absent"
+    );
+    for counter in ["queries", "closes", "max_concurrent_requests"] {
+        assert_eq!(
+            raw_without[counter],
+            if counter == "closes" { 0 } else { 1 },
+            "{counter}"
+        );
+    }
 }
