@@ -458,6 +458,7 @@ mod tests {
             failure_reason: None,
             description: None,
             pay_url: "http://127.0.0.1:3000/pay/ord_1".into(),
+            payment_status: Some(crate::AttemptStatus::Succeeded),
         }
     }
 
@@ -473,7 +474,7 @@ mod tests {
         assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
         assert_eq!(
             json,
-            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1"}"#
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1","payment_status":"SUCCEEDED"}"#
         );
         let back: Order = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, order);

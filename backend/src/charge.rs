@@ -155,7 +155,9 @@ pub fn decide(
     use OrderStatus::{Closed, Failed, Paid, Pending};
     let ignore = |anomaly| Decision::Ignore { anomaly };
     match (kind, status, reference) {
-        (PaymentSucceeded, _, Reference::NoAttempt) => ignore(Some(AnomalyKind::UnsolicitedPayment)),
+        (PaymentSucceeded, _, Reference::NoAttempt) => {
+            ignore(Some(AnomalyKind::UnsolicitedPayment))
+        }
         (PaymentSucceeded, Pending, Reference::Mismatch) => {
             ignore(Some(AnomalyKind::PaymentReferenceMismatch))
         }

@@ -26,9 +26,9 @@ use crate::charge::{self, Applied, VerifiedCallback};
 use crate::db::{anomalies, attempts, orders};
 use crate::faults;
 use crate::platform::{CloseAnswer, Platform};
+use api_types::AnomalyKind;
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
-use api_types::AnomalyKind;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -158,19 +158,27 @@ pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool
         }
         _ => match platform.close(claimed.payment_id).await? {
             CloseAnswer::Closed(state) if state.status == PaymentStatus::Failed => {
-                tracing::info!("expired order: the platform had refused the payment; booking the failure");
+                tracing::info!(
+                    "expired order: the platform had refused the payment; booking the failure"
+                );
                 apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
             }
             CloseAnswer::Closed(_) => {
-                tracing::info!("expired order: payment closed at the platform; CLOSED, hold released");
+                tracing::info!(
+                    "expired order: payment closed at the platform; CLOSED, hold released"
+                );
                 close(&mut tx, &claimed).await?;
             }
             CloseAnswer::NotFound => {
-                tracing::info!("expired order: the platform never had the payment; CLOSED, hold released");
+                tracing::info!(
+                    "expired order: the platform never had the payment; CLOSED, hold released"
+                );
                 close(&mut tx, &claimed).await?;
             }
             CloseAnswer::AlreadyPaid => {
-                tracing::info!("expired order: the close was refused, already paid; booking the success");
+                tracing::info!(
+                    "expired order: the close was refused, already paid; booking the success"
+                );
                 match platform.query(claimed.payment_id).await? {
                     Some(state) if state.status == PaymentStatus::Succeeded => {
                         apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
@@ -199,7 +207,10 @@ async fn apply_state(
     schedule: QuerySchedule,
 ) -> anyhow::Result<()> {
     let event = statement(claimed, state);
-    match charge::apply_in_tx(tx, &event).await.map_err(anyhow::Error::from)? {
+    match charge::apply_in_tx(tx, &event)
+        .await
+        .map_err(anyhow::Error::from)?
+    {
         Applied::Done(decision) => {
             tracing::info!(
                 outcome = decision.outcome().as_str(),
@@ -266,7 +277,11 @@ async fn no_result(
         platform_payment_id,
     )
     .await?;
-    if queries == i32::try_from(schedule.retries).unwrap_or(i32::MAX).saturating_add(1) {
+    if queries
+        == i32::try_from(schedule.retries)
+            .unwrap_or(i32::MAX)
+            .saturating_add(1)
+    {
         anomalies::record(
             &mut **tx,
             &format!("query:{}", claimed.payment_id),

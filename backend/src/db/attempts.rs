@@ -163,8 +163,8 @@ pub async fn settle(
         status.as_str(),
         platform_payment_id
     )
-        .execute(db)
-        .await?;
+    .execute(db)
+    .await?;
     Ok(())
 }
 

@@ -409,7 +409,12 @@ impl TestApp {
         );
         let token = self.request_token(&order.order_no).await;
         let response = self.pay(&order.order_no, token).await;
-        assert_eq!(response.status(), StatusCode::ACCEPTED, "pay {}", order.order_no);
+        assert_eq!(
+            response.status(),
+            StatusCode::ACCEPTED,
+            "pay {}",
+            order.order_no
+        );
         for _ in 0..200 {
             let row: Option<(Uuid, Option<String>)> = sqlx::query_as(
                 "SELECT payment_id, platform_payment_id FROM payment_attempts
@@ -428,7 +433,10 @@ impl TestApp {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("the payment of {} was not handed over within 10 s", order.order_no);
+        panic!(
+            "the payment of {} was not handed over within 10 s",
+            order.order_no
+        );
     }
 
     /// Posts a callback signed now with the app's secret.
