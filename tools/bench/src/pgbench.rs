@@ -86,7 +86,9 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
             plain(&[":account_id", ":amount_cents", ":hold_cents"])
         }
-        (CallbackPath::New, s) if s == attempts::SETTLE_SQL => plain(&[":order_no", "'SUCCEEDED'"]),
+        (CallbackPath::New, s) if s == attempts::SETTLE_SQL => {
+            plain(&[":order_no", "'SUCCEEDED'", &payment_id])
+        }
         (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
             &callback_id,
             ":order_no",

@@ -329,6 +329,40 @@ impl OrderStock {
         Ok(())
     }
 
+    /// Creates orders until at least `count` unused ones exist and hands the
+    /// next `count` over, as a pay would have: each gets a `SUBMITTED` payment
+    /// attempt naming platform payment `PAYMENT_PREFIX || k` (the id the
+    /// bench's callbacks carry) and its amount held on its account. A success
+    /// callback charges only the payment we handed over, so the new-callback
+    /// path needs this; orders handed over before are left as they are.
+    pub async fn ensure_handed_over(&mut self, count: i64) -> anyhow::Result<()> {
+        self.ensure(count).await?;
+        sqlx::query(
+            "WITH handed AS (
+                 INSERT INTO payment_attempts
+                     (payment_id, request_token, order_no, amount_cents, currency, response_status,
+                      response_body, status, submitted_at, platform_payment_id)
+                 SELECT md5('bench-attempt-' || k)::uuid, md5('bench-token-' || k)::uuid, o.order_no,
+                        o.amount_cents, o.currency, 202, '{}'::jsonb, 'SUBMITTED', now(), $4 || k
+                 FROM generate_series($1, $2 - 1) k JOIN orders o ON o.order_no = $3 || k
+                 WHERE o.status = 'PENDING'
+                   AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
+                 RETURNING order_no, amount_cents)
+             UPDATE accounts a SET held_cents = a.held_cents + h.total
+             FROM (SELECT o.account_id, sum(handed.amount_cents) AS total
+                   FROM handed JOIN orders o USING (order_no) GROUP BY o.account_id) h
+             WHERE a.account_id = h.account_id",
+        )
+        .bind(self.next)
+        .bind(self.next + count)
+        .bind(ORDER_PREFIX)
+        .bind(PAYMENT_PREFIX)
+        .execute(&self.pool)
+        .await
+        .context("cannot hand the orders over")?;
+        Ok(())
+    }
+
     /// Marks everything up to the highest order that `table` (with an `order_no`
     /// column) mentions as used.
     pub async fn skip_used(&mut self, table: &str) -> anyhow::Result<()> {

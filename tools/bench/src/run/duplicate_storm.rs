@@ -28,7 +28,7 @@ impl Bench {
             .await?;
 
         // pgbench side: charge one order once with the new-callback script, then repeat its id.
-        self.pg_stock.ensure(1).await?;
+        self.pg_stock.ensure_handed_over(1).await?;
         let k = self.pg_stock.take(1);
         let first = Invocation {
             script: &new_script,
@@ -57,7 +57,7 @@ impl Bench {
 
         // Backend side: the same, over HTTP.
         let addr = self.backend_addr().await?;
-        self.http_stock.ensure(1).await?;
+        self.http_stock.ensure_handed_over(1).await?;
         let k = self.http_stock.take(1);
         let callback = self.signer.callback(k)?;
         let status = load::send_once(addr, &callback).await?;

@@ -31,7 +31,7 @@ impl Bench {
             .await?;
 
         let k = {
-            self.pg_stock.ensure(1).await?;
+            self.pg_stock.ensure_handed_over(1).await?;
             self.pg_stock.take(1)
         };
         match explain::new_callback(&self.pg_pool, k).await {
@@ -86,8 +86,8 @@ impl Bench {
     /// sides' orders stay alike.
     async fn stock_orders(&mut self, seconds: u64, clients: usize) -> anyhow::Result<i64> {
         let need = self.orders_needed(self.rate_hint, seconds, clients);
-        self.pg_stock.ensure(need).await?;
-        self.http_stock.ensure(need).await?;
+        self.pg_stock.ensure_handed_over(need).await?;
+        self.http_stock.ensure_handed_over(need).await?;
         Ok(need)
     }
 
