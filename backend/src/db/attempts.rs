@@ -168,13 +168,15 @@ pub async fn settle(
     Ok(())
 }
 
-/// Marks the attempts of still-PENDING orders as not handed over (see
+/// Marks the attempts of still-PENDING orders as not handed over and forgets
+/// their platform ids, which died with the old in-process simulator (see
 /// `Platform::forget_in_process_hand_overs`). Returns how many.
 #[tracing::instrument(name = "db.attempts.reset_submitted_of_pending_orders", skip(db))]
 pub async fn reset_submitted_of_pending_orders(db: impl PgExecutor<'_>) -> sqlx::Result<u64> {
     let result = sqlx::query!(
         "UPDATE payment_attempts a
          SET submitted_at = NULL,
+             platform_payment_id = NULL,
              status = CASE WHEN a.status = 'SUBMITTED' THEN 'UNKNOWN' ELSE a.status END
          FROM orders o
          WHERE o.order_no = a.order_no AND o.status = 'PENDING' AND a.submitted_at IS NOT NULL
