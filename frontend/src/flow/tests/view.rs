@@ -98,3 +98,30 @@ fn a_closed_order_says_it_expired_and_nothing_was_charged() {
     );
     assert!(view.pay_button.is_none(), "nothing to pay");
 }
+
+#[test]
+fn an_unconfirmed_payment_says_it_is_being_confirmed_never_that_it_failed() {
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayAccepted(accepted()));
+    assert_eq!(
+        flow.view().progress,
+        Some("Waiting for the bank to confirm\u{2026}")
+    );
+
+    let mut unconfirmed = order(OrderStatus::Pending);
+    unconfirmed.payment_status = Some(api_types::AttemptStatus::Unknown);
+    flow.apply(Event::OrderFetched(unconfirmed));
+
+    let view = flow.view();
+    assert_eq!(
+        view.progress,
+        Some("Confirming with the payment provider\u{2026}")
+    );
+    assert_eq!(view.outcome, None, "not failed until the platform says so");
+
+    let mut settled = order(OrderStatus::Paid);
+    settled.payment_status = Some(api_types::AttemptStatus::Succeeded);
+    flow.apply(Event::OrderFetched(settled));
+    assert!(matches!(flow.view().outcome, Some(Outcome::Paid { .. })));
+}
