@@ -1,6 +1,6 @@
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, error_code, new_callback_id, spawn_app, spawn_app_with,
-    success_body,
+    ADMIN_TOKEN, PASSWORD, Payment, TestApp, error_code, new_callback_id, spawn_app,
+    spawn_app_with, spawn_app_without_callbacks, success_body,
 };
 use api_types::api::AccountDetails;
 use api_types::{AnomalyKind, CallbackOutcome, LedgerKind};
@@ -138,10 +138,13 @@ async fn an_email_is_taken_whatever_its_case() {
 
 #[tokio::test]
 async fn get_account_returns_the_balance_and_its_ledger_rows() {
-    let app = spawn_app().await;
+    let app = spawn_app_without_callbacks().await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let payment = app.hand_over(&order).await;
     let callback_id = new_callback_id();
-    let applied = app.post_callback(&callback_id, &success_body(&order)).await;
+    let applied = app
+        .post_callback(&callback_id, &success_body(&payment))
+        .await;
     assert_eq!(applied.status(), StatusCode::OK);
 
     let response = app
@@ -180,12 +183,17 @@ async fn get_unknown_account_is_404() {
 
 #[tokio::test]
 async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomalies() {
-    let app = spawn_app().await;
+    let app = spawn_app_without_callbacks().await;
     let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let (id, body) = (new_callback_id(), success_body(&order));
+    let payment = app.hand_over(&order).await;
+    let (id, body) = (new_callback_id(), success_body(&payment));
+    let other = Payment {
+        platform_payment_id: "pay_another".into(),
+        ..payment.clone()
+    };
     app.post_callback(&id, &body).await;
     app.post_callback(&id, &body).await;
-    app.post_callback(&id, &success_body(&order)).await; // same id, other body: conflict
+    app.post_callback(&id, &success_body(&other)).await; // same id, other body: conflict
 
     let response = app
         .http

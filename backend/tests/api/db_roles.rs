@@ -4,7 +4,7 @@
 //! (roles are cluster-wide, so their names carry a fresh id) and drops them at
 //! the end, also when the test fails.
 
-use crate::helpers::{new_callback_id, spawn_app_on, success_body};
+use crate::helpers::{Payment, callback_body, new_callback_id, spawn_app_on, success_body};
 use api_types::OrderStatus;
 use reqwest::StatusCode;
 use secrecy::SecretString;
@@ -273,6 +273,8 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
     let app = spawn_app_on(database, |config| {
         config.database_url = app_url;
         config.database_migration_url = Some(SecretString::from(owner_url));
+        // The test posts the platform's callbacks itself.
+        config.sandbox_drop_callbacks = true;
     })
     .await;
     let (serving_as,): (String,) = sqlx::query_as("SELECT current_user::text")
@@ -293,18 +295,29 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
     let shop_order: api_types::api::Order = placed.json().await.expect("order");
 
     let order = app.create_order(&account, 2_000).await;
-    assert_eq!(
-        app.pay_until_final(&order.order_no).await.status,
-        OrderStatus::Paid
-    );
+    let payment = app.hand_over(&order).await;
+    let paid = app
+        .post_callback(&new_callback_id(), &success_body(&payment))
+        .await;
+    assert_eq!(paid.status(), StatusCode::OK);
+    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
 
     let declined = app.create_order(&account, 1_013).await;
+    let payment = app.hand_over(&declined).await;
+    let failed = app
+        .post_callback(
+            &new_callback_id(),
+            &callback_body("payment.failed", &payment, 1_013, "EUR"),
+        )
+        .await;
+    assert_eq!(failed.status(), StatusCode::OK);
     assert_eq!(
-        app.pay_until_final(&declined.order_no).await.status,
+        app.order(&declined.order_no).await.status,
         OrderStatus::Failed
     );
 
-    let (id, body) = (new_callback_id(), success_body(&shop_order));
+    let payment = app.hand_over(&shop_order).await;
+    let (id, body) = (new_callback_id(), success_body(&payment));
     for duplicate in [false, true] {
         let response = app.post_callback(&id, &body).await;
         assert_eq!(response.status(), StatusCode::OK);
@@ -312,7 +325,10 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
         assert_eq!(answer, json!({"code": "SUCCESS", "duplicate": duplicate}));
     }
     let again = app
-        .post_callback(&new_callback_id(), &success_body(&shop_order))
+        .post_callback(
+            &new_callback_id(),
+            &success_body(&Payment::unsolicited(&shop_order)),
+        )
         .await;
     assert_eq!(again.status(), StatusCode::OK);
     assert_eq!(

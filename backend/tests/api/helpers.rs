@@ -483,6 +483,15 @@ impl TestApp {
             .expect("balance")
     }
 
+    /// What an account holds for payments in flight, read from the database.
+    pub async fn held(&self, account: &Account) -> i64 {
+        sqlx::query_scalar("SELECT held_cents FROM accounts WHERE account_id = $1")
+            .bind(account.account_id)
+            .fetch_one(&self.db)
+            .await
+            .expect("held")
+    }
+
     /// Seconds the request token has left in Redis; -2 when it is not there.
     pub async fn token_ttl(&self, token: Uuid) -> i64 {
         let client = redis::Client::open(self.config.redis_url.as_str()).expect("redis url");
@@ -512,6 +521,17 @@ impl TestApp {
             .fetch_all(&self.db)
             .await
             .expect("anomalies")
+    }
+
+    /// Outcomes of the deliveries logged for an order, oldest first.
+    pub async fn delivery_outcomes(&self, order_no: &str) -> Vec<String> {
+        sqlx::query_scalar(
+            "SELECT outcome FROM callback_deliveries WHERE order_no = $1 ORDER BY delivery_id",
+        )
+        .bind(order_no)
+        .fetch_all(&self.db)
+        .await
+        .expect("deliveries")
     }
 
     /// Panics with every violation if an invariant is broken.

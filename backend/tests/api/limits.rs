@@ -4,7 +4,7 @@
 
 use crate::helpers::{
     ADMIN_TOKEN, PASSWORD, browser_client, error_code, new_callback_id, spawn_app, spawn_app_with,
-    success_body,
+    spawn_app_without_callbacks, success_body,
 };
 use backend::limits::LimitsConfig;
 use reqwest::StatusCode;
@@ -167,9 +167,10 @@ async fn a_shopper_taking_too_many_tokens_or_paying_too_often_gets_429() {
 
 #[tokio::test]
 async fn callbacks_are_never_rate_limited() {
-    let app = spawn_app().await;
+    let app = spawn_app_without_callbacks().await;
     let (_, order) = app.account_with_order(10_000, 1_000).await;
-    let body = success_body(&order);
+    let payment = app.hand_over(&order).await;
+    let body = success_body(&payment);
 
     // Far more wrong signatures than any failure limit.
     for _ in 0..60 {

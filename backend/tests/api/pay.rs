@@ -1,4 +1,7 @@
-use crate::helpers::{error_code, new_callback_id, spawn_app, spawn_app_with, success_body};
+use crate::helpers::{
+    error_code, new_callback_id, spawn_app, spawn_app_with, spawn_app_without_callbacks,
+    success_body,
+};
 use api_types::OrderStatus;
 use futures::future::join_all;
 use reqwest::StatusCode;
@@ -173,11 +176,12 @@ async fn pay_with_a_missing_or_malformed_token_or_body_is_400_and_changes_nothin
 
 #[tokio::test]
 async fn pay_for_an_order_that_is_not_pending_is_409_order_not_payable() {
-    let app = spawn_app().await;
+    let app = spawn_app_without_callbacks().await;
     let (account, order) = app.account_with_order(10_000, 2_000).await;
     let token = app.request_token(&order.order_no).await;
+    let payment = app.hand_over(&order).await;
     let paid = app
-        .post_callback(&new_callback_id(), &success_body(&order))
+        .post_callback(&new_callback_id(), &success_body(&payment))
         .await;
     assert_eq!(paid.status(), StatusCode::OK);
     let before = app.snapshot().await;

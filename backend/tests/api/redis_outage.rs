@@ -8,10 +8,15 @@ use testkit::OwnedRedis;
 #[tokio::test]
 async fn callbacks_are_exactly_once_with_redis_stopped() {
     let mut redis = OwnedRedis::start().await.expect("own redis-server");
-    let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
+    let app = spawn_app_with(|c| {
+        c.redis_url = redis.url();
+        c.sandbox_drop_callbacks = true;
+    })
+    .await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let payment = app.hand_over(&order).await;
     redis.stop();
-    let (id, body) = (new_callback_id(), success_body(&order));
+    let (id, body) = (new_callback_id(), success_body(&payment));
 
     let first = app.post_callback(&id, &body).await;
     let second = app.post_callback(&id, &body).await;
