@@ -40,10 +40,7 @@ async fn start_platform(secret: &CallbackSecret, chaos: Chaos) -> (Simulator, St
 }
 
 /// The app paying through a platform with `chaos`, after `adjust`.
-async fn app_with_platform(
-    chaos: Chaos,
-    adjust: impl FnOnce(&mut Config),
-) -> (TestApp, Simulator) {
+async fn app_with_platform(chaos: Chaos, adjust: impl FnOnce(&mut Config)) -> (TestApp, Simulator) {
     let secret = CallbackSecret::generate();
     let (simulator, url) = start_platform(&secret, chaos).await;
     let app = spawn_app_with(|c| {
@@ -108,15 +105,21 @@ async fn count(app: &TestApp, sql: &str) -> i64 {
 
 /// The attempt of an order: our payment id, its status and the platform's id.
 async fn attempt(app: &TestApp, order_no: &str) -> (Uuid, String, Option<String>) {
-    sqlx::query_as("SELECT payment_id, status, platform_payment_id FROM payment_attempts WHERE order_no = $1")
-        .bind(order_no)
-        .fetch_one(&app.db)
-        .await
-        .expect("attempt")
+    sqlx::query_as(
+        "SELECT payment_id, status, platform_payment_id FROM payment_attempts WHERE order_no = $1",
+    )
+    .bind(order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("attempt")
 }
 
 async fn held(app: &TestApp) -> i64 {
-    count(app, "SELECT coalesce(sum(held_cents), 0)::bigint FROM accounts").await
+    count(
+        app,
+        "SELECT coalesce(sum(held_cents), 0)::bigint FROM accounts",
+    )
+    .await
 }
 
 #[tokio::test]
@@ -138,13 +141,20 @@ async fn with_every_callback_dropped_the_query_alone_settles_50_orders_once_and_
         50
     );
     assert_eq!(
-        count(&app, "SELECT count(*) FROM payment_ledger WHERE callback_id LIKE 'query:%'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM payment_ledger WHERE callback_id LIKE 'query:%'"
+        )
+        .await,
         50,
         "every charge came from a query's answer"
     );
     assert_eq!(app.balance(&account).await, 10_000);
     assert_eq!(held(&app).await, 0);
-    assert!(simulator.delivery_log().attempts().is_empty(), "no callback was ever sent");
+    assert!(
+        simulator.delivery_log().attempts().is_empty(),
+        "no callback was ever sent"
+    );
 
     // The platform's callbacks turn up late: each names the payment the
     // query already booked, so each is acknowledged and changes nothing.
@@ -323,8 +333,15 @@ async fn a_payment_without_a_result_is_flagged_stuck_once_after_the_scheduled_qu
 
     assert_eq!(status, "SUBMITTED");
     assert_eq!(app.anomalies(&order.order_no).await, ["STUCK_PAYMENT"]);
-    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Pending);
-    assert_eq!(held(&app).await, 2_500, "the hold stays while the payment is open");
+    assert_eq!(
+        app.order(&order.order_no).await.status,
+        OrderStatus::Pending
+    );
+    assert_eq!(
+        held(&app).await,
+        2_500,
+        "the hold stays while the payment is open"
+    );
     assert!(
         simulator
             .payment(platform_payment_id.as_deref().expect("recorded"))
@@ -381,7 +398,10 @@ async fn three_backends_running_the_workers_never_query_or_close_one_payment_at_
 
     wait_until_none_pending(&app, Duration::from_secs(40)).await;
 
-    for (orders, expected) in [(&closing, OrderStatus::Closed), (&paying, OrderStatus::Paid)] {
+    for (orders, expected) in [
+        (&closing, OrderStatus::Closed),
+        (&paying, OrderStatus::Paid),
+    ] {
         for order_no in orders {
             assert_eq!(app.order(order_no).await.status, expected, "{order_no}");
             let (_, _, platform_payment_id) = attempt(&app, order_no).await;

@@ -14,6 +14,7 @@ mod helpers;
 mod holds;
 mod idempotency;
 mod incident;
+mod lifecycle;
 mod limits;
 mod logs;
 mod openapi;
