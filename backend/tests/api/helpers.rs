@@ -93,6 +93,51 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     spawn_app_on(TestDatabase::new("checkout_test"), adjust).await
 }
 
+/// A `platform-sim` serving on its own port, signing with `secret`, deciding
+/// each payment after `processing_delay`, retrying callbacks every 100 ms.
+pub async fn start_platform(
+    secret: &CallbackSecret,
+    chaos: platform_sim::Chaos,
+    processing_delay: Duration,
+) -> (platform_sim::Simulator, String) {
+    let simulator = platform_sim::Simulator::new(platform_sim::SimConfig {
+        secret: secret.clone(),
+        schedule: platform_sim::Schedule::Fixed {
+            interval: Duration::from_millis(100),
+            count: 20,
+        },
+        processing_delay,
+        chaos,
+        ..platform_sim::SimConfig::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let router = simulator.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (simulator, url)
+}
+
+/// The app paying through a `platform-sim` over HTTP (`PLATFORM=remote`) with
+/// `chaos`, deciding after `processing_delay`; `adjust` changes the rest.
+pub async fn spawn_app_paying_through(
+    chaos: platform_sim::Chaos,
+    processing_delay: Duration,
+    adjust: impl FnOnce(&mut Config),
+) -> (TestApp, platform_sim::Simulator) {
+    let secret = CallbackSecret::generate();
+    let (simulator, url) = start_platform(&secret, chaos, processing_delay).await;
+    let app = spawn_app_with(|c| {
+        c.webhook_secret = Some(SecretString::from(secret.expose()));
+        c.platform = Some(PlatformKind::Remote);
+        c.platform_url = Some(url);
+        adjust(c);
+    })
+    .await;
+    (app, simulator)
+}
+
 /// Starts the app on `database` (`DATABASE_URL` is its URL unless `adjust`
 /// changes it); the database is dropped with the app.
 pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {

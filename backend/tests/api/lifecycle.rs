@@ -4,53 +4,21 @@
 //! paid"), stuck payments are flagged, and three backends running the workers
 //! over one database never query or close one payment at once.
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{TestApp, spawn_app_paying_through};
 use api_types::platform::PaymentStatus;
 use api_types::{AttemptStatus, OrderStatus};
-use backend::config::{Config, PlatformKind};
+use backend::config::Config;
 use backend::startup::Application;
-use callback_signing::CallbackSecret;
-use platform_sim::{Chaos, Schedule, SimConfig, Simulator};
+use platform_sim::{Chaos, Simulator};
 use reqwest::StatusCode;
-use secrecy::SecretString;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// A simulator on its own port, signing with `secret`, deciding after 50 ms
-/// unless the chaos holds payments processing.
-async fn start_platform(secret: &CallbackSecret, chaos: Chaos) -> (Simulator, String) {
-    let simulator = Simulator::new(SimConfig {
-        secret: secret.clone(),
-        schedule: Schedule::Fixed {
-            interval: Duration::from_millis(100),
-            count: 20,
-        },
-        processing_delay: Duration::from_millis(50),
-        chaos,
-        ..SimConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    let router = simulator.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (simulator, url)
-}
-
-/// The app paying through a platform with `chaos`, after `adjust`.
+/// The app paying through a platform with `chaos` that decides after 50 ms
+/// (unless the chaos holds payments processing), after `adjust`.
 async fn app_with_platform(chaos: Chaos, adjust: impl FnOnce(&mut Config)) -> (TestApp, Simulator) {
-    let secret = CallbackSecret::generate();
-    let (simulator, url) = start_platform(&secret, chaos).await;
-    let app = spawn_app_with(|c| {
-        c.webhook_secret = Some(SecretString::from(secret.expose()));
-        c.platform = Some(PlatformKind::Remote);
-        c.platform_url = Some(url);
-        adjust(c);
-    })
-    .await;
-    (app, simulator)
+    spawn_app_paying_through(chaos, Duration::from_millis(50), adjust).await
 }
 
 /// Queries one second after the hand-over and every second after that.

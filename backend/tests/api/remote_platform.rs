@@ -1,40 +1,11 @@
 //! The backend against `platform-sim` over HTTP (`PLATFORM_URL`), with the
 //! platform misbehaving the way real ones do.
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{TestApp, spawn_app_paying_through};
 use api_types::OrderStatus;
-use backend::config::PlatformKind;
-use callback_signing::CallbackSecret;
-use platform_sim::{Chaos, Redeliver, Schedule, SimConfig, Simulator};
+use platform_sim::{Chaos, Redeliver, Simulator};
 use reqwest::StatusCode;
-use secrecy::SecretString;
 use std::time::Duration;
-
-/// A simulator serving on its own port, signing with `secret`, deciding each
-/// payment after `processing_delay`.
-async fn start_platform(
-    secret: &CallbackSecret,
-    chaos: Chaos,
-    processing_delay: Duration,
-) -> (Simulator, String) {
-    let simulator = Simulator::new(SimConfig {
-        secret: secret.clone(),
-        schedule: Schedule::Fixed {
-            interval: Duration::from_millis(100),
-            count: 20,
-        },
-        processing_delay,
-        chaos,
-        ..SimConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    let router = simulator.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (simulator, url)
-}
 
 async fn app_paying_through(chaos: Chaos) -> (TestApp, Simulator) {
     app_paying_through_after(chaos, Duration::from_millis(50)).await
@@ -45,15 +16,7 @@ async fn app_paying_through_after(
     chaos: Chaos,
     processing_delay: Duration,
 ) -> (TestApp, Simulator) {
-    let secret = CallbackSecret::generate();
-    let (simulator, url) = start_platform(&secret, chaos, processing_delay).await;
-    let app = spawn_app_with(|c| {
-        c.webhook_secret = Some(SecretString::from(secret.expose()));
-        c.platform = Some(PlatformKind::Remote);
-        c.platform_url = Some(url);
-    })
-    .await;
-    (app, simulator)
+    spawn_app_paying_through(chaos, processing_delay, |_| {}).await
 }
 
 /// Waits until the platform stops delivering (each test has one payment); returns its attempts.
