@@ -76,12 +76,22 @@ pub async fn sign_out(session: &Session) -> Result<(), ApiError> {
 }
 
 /// The signed-in shopper; `401 UNAUTHENTICATED` without a live session.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SignedIn {
     /// The shopper's id.
     pub shopper_id: Uuid,
     /// Their session, for signing out.
     pub session: Session,
+}
+
+/// The shopper only: a session's id is the cookie's value, a bearer credential
+/// that must never reach a log line (spans record their arguments with `Debug`).
+impl std::fmt::Debug for SignedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedIn")
+            .field("shopper_id", &self.shopper_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FromRequestParts<AppState> for SignedIn {
