@@ -96,7 +96,9 @@ pub async fn query_one(
     match platform.query(claimed.payment_id).await {
         Ok(Some(state)) if is_decided(state.status) => {
             tracing::info!(status = ?state.status, platform_payment_id = %state.payment_id, "query: the platform has a result");
-            apply_state(&mut tx, &claimed, &state, schedule).await?;
+            if !apply_state(&mut tx, &claimed, &state).await? {
+                no_result(&mut tx, &claimed, schedule, None).await?;
+            }
         }
         Ok(Some(state)) if state.status == PaymentStatus::Closed => {
             tracing::info!("query: the platform closed the payment; the order is CLOSED");
@@ -120,11 +122,13 @@ pub async fn query_one(
     Ok(true)
 }
 
-/// Forever part of the expiry sweep: closes expired orders that have an open
-/// attempt, one claimed order at a time, until none is left.
+/// Part of each expiry sweep: settles expired orders that have an open
+/// attempt, one claimed order at a time, each at most once per sweep, until
+/// none is left.
 pub async fn expire_attempts(db: &PgPool, platform: &Platform) {
+    let mut handled = Vec::new();
     for _ in 0..PER_TICK {
-        match expire_one(db, platform).await {
+        match expire_one(db, platform, &mut handled).await {
             Ok(true) => {}
             Ok(false) => break,
             Err(err) => {
@@ -135,14 +139,21 @@ pub async fn expire_attempts(db: &PgPool, platform: &Platform) {
     }
 }
 
-/// Claims one expired order with an open attempt and settles it: booked if
-/// the platform has a result, else closed there and here. Returns false when
-/// nothing was claimed.
-pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool> {
+/// Claims one expired order with an open attempt, other than those in
+/// `handled` (to which it is added), and settles it: booked if the platform
+/// has a result, else closed there and here. An answer that cannot be booked
+/// (flagged for a person) leaves the order to the next sweep. Returns false
+/// when nothing was claimed.
+pub async fn expire_one(
+    db: &PgPool,
+    platform: &Platform,
+    handled: &mut Vec<String>,
+) -> anyhow::Result<bool> {
     let mut tx = db.begin().await?;
-    let Some(claimed) = attempts::claim_expired(&mut tx).await? else {
+    let Some(claimed) = attempts::claim_expired(&mut tx, handled).await? else {
         return Ok(false);
     };
+    handled.push(claimed.order_no.clone());
     let span = tracing::info_span!("settlement.expire", order_no = %claimed.order_no, payment_id = %claimed.payment_id);
     let _enter = span.enter();
     // Query first: a close can be refused because the payment was paid.
@@ -150,7 +161,7 @@ pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool
     match known {
         Some(state) if is_decided(state.status) => {
             tracing::info!(status = ?state.status, "expired order: the platform has a result; booking it");
-            apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+            apply_state(&mut tx, &claimed, &state).await?;
         }
         Some(state) if state.status == PaymentStatus::Closed => {
             tracing::info!("expired order: already closed at the platform; CLOSED");
@@ -161,7 +172,7 @@ pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool
                 tracing::info!(
                     "expired order: the platform had refused the payment; booking the failure"
                 );
-                apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+                apply_state(&mut tx, &claimed, &state).await?;
             }
             CloseAnswer::Closed(_) => {
                 tracing::info!(
@@ -181,7 +192,7 @@ pub async fn expire_one(db: &PgPool, platform: &Platform) -> anyhow::Result<bool
                 );
                 match platform.query(claimed.payment_id).await? {
                     Some(state) if state.status == PaymentStatus::Succeeded => {
-                        apply_state(&mut tx, &claimed, &state, QuerySchedule::default()).await?;
+                        apply_state(&mut tx, &claimed, &state).await?;
                     }
                     other => anyhow::bail!(
                         "the platform refused the close as already paid but its query answers {other:?}"
@@ -200,12 +211,14 @@ const fn is_decided(status: PaymentStatus) -> bool {
 }
 
 /// Books a SUCCEEDED or FAILED answer through the callback's transaction body.
+/// Returns whether the order is settled; false when the answer could not be
+/// booked (it names another payment, differs in amount, or was recorded
+/// before without settling): flagged for a person, the order left PENDING.
 async fn apply_state(
     tx: &mut Transaction<'_, Postgres>,
     claimed: &attempts::Claimed,
     state: &PaymentState,
-    schedule: QuerySchedule,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let event = statement(claimed, state);
     match charge::apply_in_tx(tx, &event)
         .await
@@ -217,18 +230,18 @@ async fn apply_state(
                 event_id = %event.callback_id,
                 "platform's answer applied"
             );
+            Ok(!matches!(decision, charge::Decision::Ignore { .. }))
         }
         Applied::AlreadyClaimed => {
-            tracing::info!(event_id = %event.callback_id, "platform's answer was applied before");
+            tracing::warn!(event_id = %event.callback_id, "platform's answer was recorded before without settling the order");
+            Ok(false)
         }
         Applied::OrderNotFound => anyhow::bail!("order {} vanished", claimed.order_no),
         Applied::AmountMismatch(message) => {
-            // Flagged for a person; keep asking on the slow schedule.
-            tracing::warn!(%message, "platform's answer does not match the order");
-            no_result(tx, claimed, schedule, None).await?;
+            tracing::warn!(%message, "platform's answer does not match the order; flagged");
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 /// The platform's answer as the event the callback transaction applies. Its

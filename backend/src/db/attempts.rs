@@ -262,9 +262,13 @@ pub async fn claim_due_query(
 }
 
 /// Claims one expired PENDING order that has an open attempt (the ones
-/// without are closed by `orders::close_expired`), as [`claim_due_query`] does.
-#[tracing::instrument(name = "db.attempts.claim_expired", skip(tx))]
-pub async fn claim_expired(tx: &mut sqlx::PgConnection) -> sqlx::Result<Option<Claimed>> {
+/// without are closed by `orders::close_expired`), other than `skip`, as
+/// [`claim_due_query`] does.
+#[tracing::instrument(name = "db.attempts.claim_expired", skip(tx, skip))]
+pub async fn claim_expired(
+    tx: &mut sqlx::PgConnection,
+    skip: &[String],
+) -> sqlx::Result<Option<Claimed>> {
     sqlx::query_as!(
         Claimed,
         r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
@@ -272,9 +276,11 @@ pub async fn claim_expired(tx: &mut sqlx::PgConnection) -> sqlx::Result<Option<C
            FROM orders o JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.status = 'PENDING' AND o.expires_at <= now()
              AND p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')
+             AND NOT (o.order_no = ANY($1))
            ORDER BY o.expires_at
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED"#,
+        skip,
     )
     .fetch_optional(&mut *tx)
     .await
