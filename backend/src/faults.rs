@@ -20,6 +20,8 @@
 //! | `callback.after_commit` | committed, answer not sent |
 //! | `pay.after_getdel` | token consumed in Redis, no attempt row yet |
 //! | `pay.after_commit` | attempt committed, answer not sent, platform not called |
+//! | `query.in_tx` | a query's answer applied (or its next query scheduled), not committed; the order's row lock held |
+//! | `expiry.in_tx` | an expired order's payment queried or closed at the platform and the result written, not committed |
 
 #[cfg(feature = "fault-injection")]
 pub use armed::{arm, arm_from_env, crash_point};

@@ -1,9 +1,15 @@
-//! The incident's run: `concurrency` identical callbacks per order at once, then
-//! the platform's retries on a schedule, then a backend restart, then one more
-//! retry. Afterwards the database is asked what happened.
+//! The incident's run: the shopper pays each order, then `concurrency`
+//! identical callbacks per order at once, then the platform's retries on a
+//! schedule, then a backend restart, then one more retry. Afterwards the
+//! database is asked what happened.
+//!
+//! With [`Arrival::Late`] no callback comes in time: the run waits until the
+//! backend's active query has settled every order, and only then delivers the
+//! same callbacks, which must change nothing.
 
 use crate::platform::{Answer, Callback, Sender};
 use crate::processes::BackendProcess;
+use crate::shop::PaidOrder;
 use backend::invariants::{self, Report as InvariantReport, Violations};
 use futures::future::join_all;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,6 +30,21 @@ pub struct Incident {
     pub time_scale: f64,
     /// Amount of each order, in minor units.
     pub amount_cents: i64,
+    /// When the callbacks arrive.
+    pub arrival: Arrival,
+}
+
+/// When the incident's callbacks arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Right after the pay: the callbacks settle the orders (the incident).
+    OnTime,
+    /// Never in time: the backend must settle each order by asking the platform
+    /// (its active query) within `settle_within`; the callbacks come after that.
+    Late {
+        /// How long to wait for the active query to settle every order.
+        settle_within: Duration,
+    },
 }
 
 impl Default for Incident {
@@ -35,6 +56,7 @@ impl Default for Incident {
             retries: vec![Duration::from_secs(10); 10],
             time_scale: 1.0,
             amount_cents: 4_999,
+            arrival: Arrival::OnTime,
         }
     }
 }
@@ -84,6 +106,38 @@ impl Phase {
     }
 }
 
+/// What booked an order's charge, read from its ledger row's callback id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettledBy {
+    /// A platform callback (any id but a query's).
+    Callback,
+    /// The backend's active query (`query:<payment id>:<event>`).
+    Query,
+    /// Nothing: no ledger row.
+    Nothing,
+}
+
+impl SettledBy {
+    /// Judged from the callback id of an order's ledger row, if it has one.
+    pub fn of(callback_id: Option<&str>) -> Self {
+        match callback_id {
+            Some(id) if id.starts_with("query:") => Self::Query,
+            Some(_) => Self::Callback,
+            None => Self::Nothing,
+        }
+    }
+}
+
+impl std::fmt::Display for SettledBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Callback => "callback",
+            Self::Query => "query",
+            Self::Nothing => "-",
+        })
+    }
+}
+
 /// What the database says about one order afterwards.
 #[derive(Debug, Clone)]
 pub struct OrderOutcome {
@@ -95,6 +149,19 @@ pub struct OrderOutcome {
     pub ledger_rows: i64,
     /// Money charged for it.
     pub charged_cents: i64,
+    /// What booked the charge.
+    pub settled_by: SettledBy,
+}
+
+/// How the wait for the active query went ([`Arrival::Late`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryWait {
+    /// How long the run waited.
+    pub waited: Duration,
+    /// Orders no longer PENDING when it stopped waiting.
+    pub settled: usize,
+    /// Orders it waited for.
+    pub orders: usize,
 }
 
 /// Everything a run found.
@@ -110,6 +177,10 @@ pub struct StormReport {
     pub expected_deduction_cents: i64,
     /// The backend's invariant checker over the whole database.
     pub invariants: Result<InvariantReport, Violations>,
+    /// What must have booked every charge, when the run knows (`Query` for late callbacks).
+    pub expected_settlement: Option<SettledBy>,
+    /// The wait for the active query, when the callbacks came late.
+    pub query_wait: Option<QueryWait>,
 }
 
 impl StormReport {
@@ -133,6 +204,26 @@ impl StormReport {
                     order.order_no, order.status, order.ledger_rows
                 ));
             }
+            if let Some(expected) = self.expected_settlement
+                && order.ledger_rows == 1
+                && order.settled_by != expected
+            {
+                found.push(format!(
+                    "order {} was settled by {}, not by {expected}",
+                    order.order_no, order.settled_by
+                ));
+            }
+        }
+        if let Some(wait) = self.query_wait
+            && wait.settled < wait.orders
+        {
+            found.push(format!(
+                "the active query settled {} of {} orders within {:.1} s \
+                 (is the backend's QUERY_AFTER_SECS short enough, and are its callbacks dropped?)",
+                wait.settled,
+                wait.orders,
+                wait.waited.as_secs_f64()
+            ));
         }
         if self.deducted_cents != self.expected_deduction_cents {
             found.push(format!(
@@ -149,13 +240,21 @@ impl StormReport {
     /// The summary table.
     pub fn table(&self) -> String {
         let mut out = String::new();
+        if let Some(wait) = self.query_wait {
+            out.push_str(&format!(
+                "no callback in time: the active query settled {}/{} order(s) in {:.1} s\n\n",
+                wait.settled,
+                wait.orders,
+                wait.waited.as_secs_f64()
+            ));
+        }
         out.push_str(&format!(
-            "{:<34} {:>6} {:>6} {:>8}\n",
+            "{:<40} {:>6} {:>6} {:>8}\n",
             "phase", "sent", "200", "other"
         ));
         for phase in &self.phases {
             out.push_str(&format!(
-                "{:<34} {:>6} {:>6} {:>8}\n",
+                "{:<40} {:>6} {:>6} {:>8}\n",
                 phase.name,
                 phase.sent(),
                 phase.ok(),
@@ -164,13 +263,17 @@ impl StormReport {
         }
         out.push('\n');
         out.push_str(&format!(
-            "{:<38} {:<8} {:>11} {:>9}\n",
-            "order", "status", "ledger rows", "charged"
+            "{:<38} {:<8} {:>11} {:>9}  {}\n",
+            "order", "status", "ledger rows", "charged", "settled by"
         ));
         for order in &self.orders {
             out.push_str(&format!(
-                "{:<38} {:<8} {:>11} {:>9}\n",
-                order.order_no, order.status, order.ledger_rows, order.charged_cents
+                "{:<38} {:<8} {:>11} {:>9}  {}\n",
+                order.order_no,
+                order.status,
+                order.ledger_rows,
+                order.charged_cents,
+                order.settled_by
             ));
         }
         out.push_str(&format!(
@@ -217,14 +320,33 @@ pub async fn run(
         incident.amount_cents,
     )
     .await?;
+    let paid = crate::shop::pay_orders(
+        &target.url,
+        &shopper,
+        &target.db,
+        &order_nos,
+        HAND_OVER_WITHIN,
+    )
+    .await?;
     let mut callbacks = Vec::with_capacity(incident.orders);
-    for order_no in &order_nos {
+    for order in &paid {
         callbacks.push(Callback::success(
-            order_no,
+            order,
             incident.amount_cents,
             "EUR".parse()?,
         ));
     }
+
+    let (query_wait, late) = match incident.arrival {
+        Arrival::OnTime => (None, ""),
+        Arrival::Late { settle_within } => {
+            let bar = progress(paid.len() as u64, show_progress);
+            bar.set_message("no callback comes: waiting for the active query");
+            let wait = wait_settled(&target.db, &paid, settle_within, &bar).await?;
+            bar.finish_and_clear();
+            (Some(wait), " (late)")
+        }
+    };
 
     let deliveries = incident.orders * (incident.concurrency + incident.retries.len() + 1);
     let bar = progress(deliveries as u64, show_progress);
@@ -251,7 +373,7 @@ pub async fn run(
     .await;
     phases.push(tally(
         format!(
-            "burst: {} at once x {} order(s)",
+            "burst: {} at once x {} order(s){late}",
             incident.concurrency, incident.orders
         ),
         burst,
@@ -272,7 +394,7 @@ pub async fn run(
         }
     }
     phases.push(tally(
-        format!("retries: {}", incident.retries.len()),
+        format!("retries: {}{late}", incident.retries.len()),
         retry_answers,
     ));
 
@@ -306,13 +428,19 @@ pub async fn run(
     } else {
         "1 more (no restart)"
     };
-    phases.push(tally(label.to_owned(), last));
+    phases.push(tally(format!("{label}{late}"), last));
     bar.finish_and_clear();
 
     let mut orders = Vec::new();
     for cb in &callbacks {
-        let (status, ledger_rows, charged_cents): (String, i64, i64) = sqlx::query_as(
-            "SELECT o.status, count(l.entry_id), coalesce(sum(l.amount_cents), 0)::bigint
+        let (status, ledger_rows, charged_cents, first_callback): (
+            String,
+            i64,
+            i64,
+            Option<String>,
+        ) = sqlx::query_as(
+            "SELECT o.status, count(l.entry_id), coalesce(sum(l.amount_cents), 0)::bigint,
+                    min(l.callback_id)
              FROM orders o LEFT JOIN payment_ledger l ON l.order_no = o.order_no
              WHERE o.order_no = $1 GROUP BY o.status",
         )
@@ -324,6 +452,7 @@ pub async fn run(
             status,
             ledger_rows,
             charged_cents,
+            settled_by: SettledBy::of(first_callback.as_deref()),
         });
     }
     let deducted_cents: i64 = sqlx::query_scalar(
@@ -338,7 +467,42 @@ pub async fn run(
         deducted_cents,
         expected_deduction_cents: total,
         invariants: invariants::check(&target.db).await?,
+        expected_settlement: query_wait.map(|_| SettledBy::Query),
+        query_wait,
     })
+}
+
+/// How long the platform may take to accept the hand-overs of a run's payments.
+const HAND_OVER_WITHIN: Duration = Duration::from_secs(30);
+
+/// Polls the orders' statuses until none is PENDING or `deadline` passes,
+/// moving `bar` as they settle.
+async fn wait_settled(
+    db: &PgPool,
+    paid: &[PaidOrder],
+    deadline: Duration,
+    bar: &ProgressBar,
+) -> anyhow::Result<QueryWait> {
+    let order_nos: Vec<&str> = paid.iter().map(|p| p.order_no.as_str()).collect();
+    let started = tokio::time::Instant::now();
+    loop {
+        let settled: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM orders WHERE order_no = ANY($1) AND status <> 'PENDING'",
+        )
+        .bind(&order_nos)
+        .fetch_one(db)
+        .await?;
+        let settled = usize::try_from(settled).unwrap_or(0);
+        bar.set_position(settled as u64);
+        if settled == paid.len() || started.elapsed() >= deadline {
+            return Ok(QueryWait {
+                waited: started.elapsed(),
+                settled,
+                orders: paid.len(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 fn tally(name: String, answers: Vec<Answer>) -> Phase {
@@ -380,10 +544,13 @@ mod tests {
                 status: "PAID".into(),
                 ledger_rows,
                 charged_cents: 100 * ledger_rows,
+                settled_by: SettledBy::Callback,
             }],
             deducted_cents: deducted,
             expected_deduction_cents: 100,
             invariants: Ok(InvariantReport::default()),
+            expected_settlement: None,
+            query_wait: None,
         }
     }
 
@@ -408,5 +575,46 @@ mod tests {
         assert!(violations[0].contains("answered 500"));
         assert!(violations[1].contains("2 ledger rows"));
         assert!(violations[2].contains("went down by 200 instead of 100"));
+    }
+
+    #[test]
+    fn the_ledger_rows_callback_id_tells_a_query_from_a_callback() {
+        assert_eq!(
+            SettledBy::of(Some(
+                "query:2b7c4f1e-0000-4000-8000-000000000000:payment.succeeded"
+            )),
+            SettledBy::Query
+        );
+        assert_eq!(SettledBy::of(Some("evt_123")), SettledBy::Callback);
+        assert_eq!(SettledBy::of(None), SettledBy::Nothing);
+    }
+
+    #[test]
+    fn late_callbacks_must_find_every_order_settled_by_the_query() {
+        let mut late = report(&[(Answer::Status(200), 100)], 1, 100);
+        late.expected_settlement = Some(SettledBy::Query);
+        late.query_wait = Some(QueryWait {
+            waited: Duration::from_secs(3),
+            settled: 1,
+            orders: 1,
+        });
+        late.orders[0].settled_by = SettledBy::Query;
+        assert!(late.violations().is_empty(), "{:?}", late.violations());
+        assert!(
+            late.table()
+                .contains("the active query settled 1/1 order(s)")
+        );
+
+        // The query never came: the late callback charged it.
+        late.orders[0].settled_by = SettledBy::Callback;
+        late.query_wait = Some(QueryWait {
+            waited: Duration::from_secs(30),
+            settled: 0,
+            orders: 1,
+        });
+        let violations = late.violations();
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        assert!(violations[0].contains("settled by callback, not by query"));
+        assert!(violations[1].contains("settled 0 of 1 orders"));
     }
 }

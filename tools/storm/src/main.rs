@@ -2,7 +2,10 @@
 //! the exactly-once invariants from its database. Exits 1 on any violation.
 //!
 //! With no `--backend-url`, storm starts the backend binary itself on a fresh
-//! database and restarts it between the retries and the last delivery.
+//! database (its sandbox posting no callbacks of its own, so storm's are the
+//! ones that charge) and restarts it between the retries and the last delivery.
+//! `--drop-callbacks` replays the other incident: no callback arrives in time,
+//! the backend's active query must settle the orders, and the callbacks come late.
 
 use anyhow::Context;
 use clap::Parser;
@@ -10,14 +13,19 @@ use platform_sim::Schedule;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use storm::incident::{self, Incident, Restart, Target};
+use std::time::Duration;
+use storm::incident::{self, Arrival, Incident, Restart, Target};
 use storm::processes::{self, BackendProcess};
 
-/// Replays the incident: N identical callbacks at once, retries, a restart, one more retry.
+/// Replays the incident: the shopper pays N orders, then per order identical
+/// callbacks at once, retries, a restart, one more retry.
 #[derive(Debug, Parser)]
 #[command(name = "storm", version)]
 struct Args {
-    /// A running backend. Without it storm starts `--backend-bin` itself.
+    /// A running backend. Without it storm starts `--backend-bin` itself. Run it
+    /// with SANDBOX_DROP_CALLBACKS=true (its sandbox then only decides, and
+    /// storm's callbacks are the ones that charge) and per-shopper token and pay
+    /// limits above --orders.
     #[arg(long, env = "STORM_BACKEND_URL")]
     backend_url: Option<String>,
     /// The backend binary to start when no `--backend-url` is given.
@@ -42,7 +50,7 @@ struct Args {
     /// Redis for a started backend.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// Orders, each with its own callback.
+    /// Orders, each paid by the run's shopper and reported by its own callback.
     #[arg(long, default_value_t = 1)]
     orders: usize,
     /// Identical deliveries per order at once.
@@ -58,6 +66,14 @@ struct Args {
     /// Shell command that restarts a backend given by `--backend-url`; skipped when absent.
     #[arg(long)]
     restart_command: Option<String>,
+    /// The incident where no callback arrives: storm pays the orders, sends
+    /// nothing and waits until the backend's active query has settled every
+    /// order; then it delivers the same callbacks late (burst, retries, restart,
+    /// one more), which must all be answered 200 and change nothing. A started
+    /// backend runs with SANDBOX_DROP_CALLBACKS=true and QUERY_AFTER_SECS = 60 ×
+    /// --time-scale (at least 1); give a --backend-url target those settings yourself.
+    #[arg(long)]
+    drop_callbacks: bool,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -72,11 +88,19 @@ fn random_secret() -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
+    let query = QuerySettings::scaled(args.time_scale);
     let incident = Incident {
         orders: args.orders,
         concurrency: args.concurrency,
         retries: args.schedule.retry_delays(),
         time_scale: args.time_scale,
+        arrival: if args.drop_callbacks {
+            Arrival::Late {
+                settle_within: query.settle_within(),
+            }
+        } else {
+            Arrival::OnTime
+        },
         ..Incident::default()
     };
 
@@ -123,27 +147,34 @@ async fn main() -> anyhow::Result<ExitCode> {
             let database_url = format!("{base}/checkout_storm_{}", &run_id[..12]);
             let log = processes::target_dir().join(format!("storm/backend-{}.log", &run_id[..12]));
             println!("starting {} (log: {})", binary.display(), log.display());
-            let backend = BackendProcess::start(
-                &binary,
-                vec![
-                    (backend::env::PLATFORM.into(), "sandbox".into()),
-                    (backend::env::DATABASE_URL.into(), database_url.clone()),
-                    (backend::env::REDIS_URL.into(), args.redis_url.clone()),
-                    (
-                        backend::env::REDIS_KEY_PREFIX.into(),
-                        format!("storm:{run_id}:"),
-                    ),
-                    (backend::env::WEBHOOK_SECRET.into(), secret.clone()),
-                    (backend::env::ADMIN_TOKEN.into(), admin.clone()),
-                    (backend::env::MERCHANT_API_KEY.into(), merchant.clone()),
-                    (
-                        backend::env::RUST_LOG.into(),
-                        "info,sqlx=warn,tower_http=warn".into(),
-                    ),
-                ],
-                log,
-            )
-            .await?;
+            let mut env: Vec<(String, String)> = vec![
+                (backend::env::PLATFORM.into(), "sandbox".into()),
+                (backend::env::DATABASE_URL.into(), database_url.clone()),
+                (backend::env::REDIS_URL.into(), args.redis_url.clone()),
+                (
+                    backend::env::REDIS_KEY_PREFIX.into(),
+                    format!("storm:{run_id}:"),
+                ),
+                (backend::env::WEBHOOK_SECRET.into(), secret.clone()),
+                (backend::env::ADMIN_TOKEN.into(), admin.clone()),
+                (backend::env::MERCHANT_API_KEY.into(), merchant.clone()),
+                // Storm delivers the callbacks itself: the sandbox only decides.
+                (backend::env::SANDBOX_DROP_CALLBACKS.into(), "true".into()),
+                // One shopper pays every order of the run.
+                (
+                    backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.into(),
+                    "0".into(),
+                ),
+                (backend::env::RATE_LIMIT_PAYS_PER_SHOPPER.into(), "0".into()),
+                (
+                    backend::env::RUST_LOG.into(),
+                    "info,sqlx=warn,tower_http=warn".into(),
+                ),
+            ];
+            if args.drop_callbacks {
+                env.extend(query.env());
+            }
+            let backend = BackendProcess::start(&binary, env, log).await?;
             let target = Target {
                 url: backend.url(),
                 webhook_secret: secret,
@@ -164,20 +195,41 @@ async fn main() -> anyhow::Result<ExitCode> {
         (None, Some(command)) => Restart::Command(command.clone()),
         (None, None) => Restart::Skip,
     };
-    println!(
-        "storm: {} order(s), {} identical callbacks at once, {} retries on schedule {} (time scale {}), then a restart and one more",
-        incident.orders,
-        incident.concurrency,
-        incident.retries.len(),
-        args.schedule,
-        incident.time_scale
-    );
+    if args.drop_callbacks {
+        println!(
+            "storm: {} order(s) paid, no callback: waiting up to {:.0} s for the active query \
+             (QUERY_AFTER_SECS={}), then late: {} identical callbacks at once, {} retries on schedule {} \
+             (time scale {}), a restart and one more",
+            incident.orders,
+            query.settle_within().as_secs_f64(),
+            query.after_secs,
+            incident.concurrency,
+            incident.retries.len(),
+            args.schedule,
+            incident.time_scale
+        );
+    } else {
+        println!(
+            "storm: {} order(s) paid, then {} identical callbacks at once, {} retries on schedule {} (time scale {}), then a restart and one more",
+            incident.orders,
+            incident.concurrency,
+            incident.retries.len(),
+            args.schedule,
+            incident.time_scale
+        );
+    }
     let started = std::time::Instant::now();
     let report = incident::run(&target, &incident, restart, !args.quiet).await?;
     println!("\n{}", report.table());
     let violations = report.violations();
     println!("finished in {:.1} s", started.elapsed().as_secs_f64());
-    if violations.is_empty() {
+    if violations.is_empty() && args.drop_callbacks {
+        println!(
+            "EXACTLY ONCE: every order settled by the active query and charged once; \
+             every late delivery answered 200 and changed nothing."
+        );
+        Ok(ExitCode::SUCCESS)
+    } else if violations.is_empty() {
         println!("EXACTLY ONCE: every order charged once, every delivery answered 200.");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -186,5 +238,84 @@ async fn main() -> anyhow::Result<ExitCode> {
             println!("  - {violation}");
         }
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The active query's timing for a run whose callbacks are dropped: the
+/// backend's defaults (first query 60 s after the hand-over, then every 300 s)
+/// scaled by `--time-scale`, in whole seconds, at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct QuerySettings {
+    after_secs: u64,
+    every_secs: u64,
+}
+
+impl QuerySettings {
+    fn scaled(time_scale: f64) -> Self {
+        // Rounded to the millisecond first, so 60 × 0.1 is 6, not 7.
+        let scale = |secs: f64| {
+            ((secs * time_scale * 1000.0).round() / 1000.0)
+                .ceil()
+                .max(1.0) as u64
+        };
+        Self {
+            after_secs: scale(60.0),
+            every_secs: scale(300.0),
+        }
+    }
+
+    /// `QUERY_AFTER_SECS` and `QUERY_EVERY_SECS` for a started backend.
+    fn env(self) -> [(String, String); 2] {
+        [
+            (
+                backend::env::QUERY_AFTER_SECS.into(),
+                self.after_secs.to_string(),
+            ),
+            (
+                backend::env::QUERY_EVERY_SECS.into(),
+                self.every_secs.to_string(),
+            ),
+        ]
+    }
+
+    /// How long the orders may take to be settled by the query: the first
+    /// query, one more in case the first found the payment undecided, and 30 s
+    /// of slack for the worker's ticks and a slow machine.
+    fn settle_within(self) -> Duration {
+        Duration::from_secs(self.after_secs + self.every_secs + 30)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_timing_is_scaled_and_never_below_a_second() {
+        assert_eq!(
+            QuerySettings::scaled(1.0),
+            QuerySettings {
+                after_secs: 60,
+                every_secs: 300
+            }
+        );
+        assert_eq!(
+            QuerySettings::scaled(0.1),
+            QuerySettings {
+                after_secs: 6,
+                every_secs: 30
+            }
+        );
+        assert_eq!(
+            QuerySettings::scaled(0.001),
+            QuerySettings {
+                after_secs: 1,
+                every_secs: 1
+            }
+        );
+        assert_eq!(
+            QuerySettings::scaled(0.001).settle_within(),
+            Duration::from_secs(32)
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Signs and delivers callbacks as a payment platform does: Standard Webhooks,
 //! re-signed with a fresh timestamp at each delivery, same id and body.
 
+use crate::shop::PaidOrder;
 use api_types::Currency;
 use api_types::api::CallbackType;
 use callback_signing::{CallbackSecret, PaymentResult};
@@ -19,23 +20,26 @@ pub struct Callback {
 }
 
 impl Callback {
-    /// A `payment.succeeded` callback for an order.
-    pub fn success(order_no: &str, amount_cents: i64, currency: Currency) -> Self {
+    /// The platform's `payment.succeeded` callback for a payment the shopper
+    /// made: it names the order, our payment id (as the merchant reference the
+    /// platform echoes) and the platform's payment id, as a real platform's does.
+    pub fn success(paid: &PaidOrder, amount_cents: i64, currency: Currency) -> Self {
+        let merchant_reference = paid.payment_id.to_string();
         let body = callback_signing::event_body(
             &PaymentResult {
                 kind: CallbackType::PaymentSucceeded,
-                order_no,
+                order_no: &paid.order_no,
                 amount_cents,
                 currency,
-                payment_id: &format!("pay_{}", Uuid::new_v4().simple()),
-                merchant_reference: None,
+                payment_id: &paid.platform_payment_id,
+                merchant_reference: Some(&merchant_reference),
             },
             time::OffsetDateTime::now_utc(),
         );
         Self {
             id: format!("evt_{}", Uuid::new_v4().simple()),
             body: String::from_utf8_lossy(&body).into_owned(),
-            order_no: order_no.to_owned(),
+            order_no: paid.order_no.clone(),
         }
     }
 }
@@ -91,6 +95,11 @@ impl Sender {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .pool_max_idle_per_host(256)
+            // The backend closes a kept-alive connection that sends nothing for
+            // HEADER_READ_TIMEOUT (10 s): a retry 10 s after the last answer
+            // could go out on a connection closing at that very moment and get
+            // no answer. Idle connections are dropped well before.
+            .pool_idle_timeout(backend::startup::HEADER_READ_TIMEOUT / 2)
             .build()?;
         Ok(Self {
             http,

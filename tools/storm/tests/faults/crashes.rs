@@ -1,7 +1,7 @@
 //! The backend dies (crash points = kill -9 at a chosen line, plus kill -9 from
 //! outside at random moments) or freezes, while the platform keeps retrying.
 
-use crate::rig::{ADMIN, Binary, Rig, RigOptions, failures, seeds};
+use crate::rig::{ADMIN, Binary, Platform, Rig, RigOptions, failures, order_nos, seeds};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -25,7 +25,7 @@ async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order
             ..RigOptions::default()
         })
         .await;
-        let orders = rig.orders(15, AMOUNT).await;
+        let orders = rig.paid_orders(15, AMOUNT).await;
         let stop = Arc::new(AtomicBool::new(false));
         let supervisor = rig.supervise(stop.clone());
 
@@ -70,7 +70,8 @@ async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order
             failures(&answers) >= 1,
             "{context}: no delivery failed, so no retry was exercised"
         );
-        rig.assert_each_order_paid_once(&orders, &context).await;
+        rig.assert_each_order_paid_once(&order_nos(&orders), &context)
+            .await;
         println!(
             "{context}: {} deliveries, {} failed, {kills} outside kills, {restarts} restarts",
             answers.len(),
@@ -81,7 +82,15 @@ async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order
 
 #[tokio::test]
 async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
+    // The platform's own callbacks settle the payments (100 ms after the
+    // hand-over). It runs outside the backend, as a real one does. With the
+    // in-process sandbox, a payment handed over just before a crash goes to the
+    // restarted backend's fresh sandbox under a new platform id that its attempt
+    // does not record, and that sandbox's callback is refused as naming another
+    // payment (see kill_9_while_a_query_result_is_applied_with_the_in_process_sandbox).
     let rig = Rig::start(RigOptions {
+        platform: Platform::outside(),
+        platform_callbacks: true,
         env: vec![
             (
                 backend::env::CRASH_POINTS.into(),
@@ -143,18 +152,8 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
     );
 
     // The dispatcher re-sends attempts whose process died before handing them over.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let pending: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM orders WHERE status = 'PENDING'")
-                .fetch_one(&rig.db)
-                .await
-                .expect("count");
-        if pending == 0 || tokio::time::Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    rig.wait_until_settled(&orders, Duration::from_secs(60))
+        .await;
     stop.store(true, Ordering::Relaxed);
     let restarts = supervisor.await.expect("supervisor");
     assert!(
@@ -172,9 +171,76 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
 }
 
 #[tokio::test]
+async fn kill_9_while_a_query_result_is_applied_still_charges_each_order_once() {
+    for seed in seeds() {
+        let context = format!(
+            "seed {seed} (reproduce: FAULT_SEEDS={seed} cargo test -p storm --test faults query_result)"
+        );
+        let restarts = query_crashes(Platform::outside(), seed, &context).await;
+        println!("{context}: {restarts} restarts");
+    }
+}
+
+/// The same with each backend's in-process sandbox: after a crash the fresh
+/// sandbox takes the payment again under a new platform id, while the attempt
+/// keeps the old one, so the query's answer is judged to name another payment
+/// (PAYMENT_REFERENCE_MISMATCH) and the order stays PENDING for ever.
+#[tokio::test]
+#[ignore = "backend bug: a restart's re-hand-over to the in-process sandbox keeps the old platform_payment_id"]
+async fn kill_9_while_a_query_result_is_applied_with_the_in_process_sandbox() {
+    query_crashes(Platform::Sandbox, 1, "in-process sandbox").await;
+}
+
+/// No callback ever comes: the active query (a second after the hand-over)
+/// settles 15 paid orders while the crash point inside its transaction aborts
+/// the backend with probability 0.3 and a supervisor restarts it. Returns the restarts.
+async fn query_crashes(platform: Platform, seed: u64, context: &str) -> u32 {
+    let rig = Rig::start(RigOptions {
+        platform,
+        env: vec![
+            (backend::env::QUERY_AFTER_SECS.into(), "1".into()),
+            (backend::env::QUERY_EVERY_SECS.into(), "1".into()),
+            (backend::env::CRASH_POINTS.into(), "query.in_tx=0.3".into()),
+            (backend::env::CRASH_SEED.into(), seed.to_string()),
+        ],
+        ..RigOptions::default()
+    })
+    .await;
+    let orders = order_nos(&rig.paid_orders(15, AMOUNT).await);
+    let stop = Arc::new(AtomicBool::new(false));
+    let supervisor = rig.supervise(stop.clone());
+
+    let pending = rig
+        .wait_until_settled(&orders, Duration::from_secs(30))
+        .await;
+    stop.store(true, Ordering::Relaxed);
+    let restarts = supervisor.await.expect("supervisor");
+
+    assert_eq!(pending, 0, "{context}: orders left PENDING");
+    assert!(
+        restarts >= 1,
+        "{context}: the backend never died, so nothing was tested"
+    );
+    rig.assert_each_order_paid_once(&orders, context).await;
+    let (by_query, anomalies): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM payment_ledger WHERE callback_id LIKE 'query:%'),
+                (SELECT count(*) FROM anomalies)",
+    )
+    .fetch_one(&rig.db)
+    .await
+    .expect("counts");
+    assert_eq!(
+        (by_query, anomalies),
+        (orders.len() as i64, 0),
+        "{context}: every charge booked by the query, nothing flagged"
+    );
+    restarts
+}
+
+#[tokio::test]
 async fn a_backend_frozen_for_7_seconds_mid_storm_charges_each_order_once() {
     let rig = Rig::start(RigOptions::default()).await;
-    let orders = rig.orders(10, AMOUNT).await;
+    let orders = rig.paid_orders(10, AMOUNT).await;
     let (before, during) = orders.split_at(4);
     let pause = Duration::from_millis(300);
     let mut answers = rig
@@ -197,7 +263,7 @@ async fn a_backend_frozen_for_7_seconds_mid_storm_charges_each_order_once() {
     thaw.await.expect("thaw");
 
     assert!(failures(&answers) >= 1, "the freeze made no delivery fail");
-    rig.assert_each_order_paid_once(&orders, "SIGSTOP 7 s")
+    rig.assert_each_order_paid_once(&order_nos(&orders), "SIGSTOP 7 s")
         .await;
 }
 
@@ -212,7 +278,7 @@ async fn crash_points_do_nothing_in_the_ordinary_build() {
             (
                 backend::env::CRASH_POINTS.into(),
                 "callback.before_tx=1,callback.in_tx=1,callback.after_commit=1,\
-                 pay.after_getdel=1,pay.after_commit=1"
+                 pay.after_getdel=1,pay.after_commit=1,query.in_tx=1,expiry.in_tx=1"
                     .into(),
             ),
             (backend::env::CRASH_SEED.into(), "1".into()),
@@ -220,7 +286,7 @@ async fn crash_points_do_nothing_in_the_ordinary_build() {
         ..RigOptions::default()
     })
     .await;
-    let orders = rig.orders(3, AMOUNT).await;
+    let orders = rig.paid_orders(3, AMOUNT).await;
 
     let answers = rig
         .storm(
@@ -244,7 +310,7 @@ async fn crash_points_do_nothing_in_the_ordinary_build() {
     );
     assert_eq!(backend.starts, 1, "started once, never restarted");
     drop(backend);
-    rig.assert_each_order_paid_once(&orders, "ordinary build with CRASH_POINTS")
+    rig.assert_each_order_paid_once(&order_nos(&orders), "ordinary build with CRASH_POINTS")
         .await;
 }
 
@@ -263,7 +329,7 @@ async fn the_fault_injection_build_aborts_at_a_certain_crash_point() {
         ..RigOptions::default()
     })
     .await;
-    let orders = rig.orders(1, AMOUNT).await;
+    let orders = rig.paid_orders(1, AMOUNT).await;
 
     let answers = rig
         .storm(

@@ -1,5 +1,6 @@
-//! A test rig: a backend child process on its own database and Redis, a platform
-//! that retries callbacks until acknowledged, and the checks afterwards.
+//! A test rig: a backend child process on its own database and Redis, a shopper
+//! who pays the orders, a platform that retries callbacks until acknowledged,
+//! and the checks afterwards.
 
 use backend::invariants;
 use futures::future::join_all;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use storm::platform::{Answer, Callback, Sender};
 use storm::processes::{self, BackendProcess, OwnedRedis};
-use storm::shop::Shopper;
+use storm::shop::{PaidOrder, Shopper};
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
@@ -41,6 +42,35 @@ pub struct RigOptions {
     pub backends: usize,
     /// Which build runs: the fault-injection one (crash points) unless told otherwise.
     pub binary: Binary,
+    /// Where the backends hand payments over.
+    pub platform: Platform,
+    /// Whether the platform posts its own result callbacks. Off by default
+    /// (`SANDBOX_DROP_CALLBACKS=true`, or the outside platform's
+    /// `drop_callbacks`): the platform only decides, the test delivers the
+    /// callbacks itself ([`Rig::storm`]), so its storm is what charges. On for
+    /// tests that rely on the platform to settle what they pay.
+    pub platform_callbacks: bool,
+}
+
+/// Where a rig's backends hand payments over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Platform {
+    /// Each backend's in-process sandbox (`PLATFORM=sandbox`), deciding 100 ms
+    /// after the hand-over. It dies with its backend; a restarted backend hands
+    /// its open payments to a fresh one.
+    Sandbox,
+    /// One `platform-sim` served by the test process on a thread of its own
+    /// (`PLATFORM=remote`), shared by the backends and misbehaving as `chaos`
+    /// says (its `drop_callbacks` is set from [`RigOptions::platform_callbacks`]).
+    /// It outlives any backend crash, as a real platform does.
+    Outside(platform_sim::Chaos),
+}
+
+impl Platform {
+    /// A well-behaved platform outside the backend.
+    pub fn outside() -> Self {
+        Self::Outside(platform_sim::Chaos::default())
+    }
 }
 
 /// Which backend binary a rig runs.
@@ -59,6 +89,8 @@ impl Default for RigOptions {
             env: Vec::new(),
             backends: 1,
             binary: Binary::FaultInjection,
+            platform: Platform::Sandbox,
+            platform_callbacks: false,
         }
     }
 }
@@ -75,6 +107,7 @@ pub struct Rig {
     pub secret: String,
     urls: Vec<String>,
     shopper: tokio::sync::OnceCell<Shopper>,
+    platform: Option<OutsidePlatform>,
     /// Last: dropped after the backends, kept when the test failed.
     _database: processes::TestDatabase,
 }
@@ -89,6 +122,36 @@ impl Rig {
         let secret = callback_signing::CallbackSecret::generate()
             .expose()
             .to_owned();
+        let (platform_env, platform) = match options.platform {
+            Platform::Sandbox => (
+                vec![
+                    (backend::env::PLATFORM.to_owned(), "sandbox".to_owned()),
+                    (
+                        backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
+                        "100".to_owned(),
+                    ),
+                    (
+                        backend::env::SANDBOX_DROP_CALLBACKS.to_owned(),
+                        (!options.platform_callbacks).to_string(),
+                    ),
+                ],
+                None,
+            ),
+            Platform::Outside(chaos) => {
+                let chaos = platform_sim::Chaos {
+                    drop_callbacks: !options.platform_callbacks,
+                    ..chaos
+                };
+                let platform = OutsidePlatform::start(&secret, chaos).expect("platform-sim serves");
+                (
+                    vec![
+                        (backend::env::PLATFORM.to_owned(), "remote".to_owned()),
+                        (backend::env::PLATFORM_URL.to_owned(), platform.url.clone()),
+                    ],
+                    Some(platform),
+                )
+            }
+        };
         let binary = match options.binary {
             Binary::FaultInjection => processes::fault_injection_backend_binary(),
             Binary::Ordinary => processes::backend_binary(),
@@ -98,7 +161,6 @@ impl Rig {
         let mut urls = Vec::new();
         for n in 0..options.backends {
             let mut env = vec![
-                (backend::env::PLATFORM.to_owned(), "sandbox".to_owned()),
                 (backend::env::DATABASE_URL.to_owned(), database_url.clone()),
                 (backend::env::REDIS_URL.to_owned(), redis.url()),
                 (
@@ -121,10 +183,6 @@ impl Rig {
                     "0".to_owned(),
                 ),
                 (
-                    backend::env::SANDBOX_CALLBACK_DELAY_MS.to_owned(),
-                    "100".to_owned(),
-                ),
-                (
                     backend::env::DATABASE_MAX_CONNECTIONS.to_owned(),
                     "10".to_owned(),
                 ),
@@ -133,6 +191,7 @@ impl Rig {
                     "info,sqlx=warn,tower_http=warn".to_owned(),
                 ),
             ];
+            env.extend(platform_env.iter().cloned());
             env.extend(options.env.iter().cloned());
             let log = processes::target_dir().join(format!("faults/{id}-backend{n}.log"));
             let backend = BackendProcess::start(&binary, env, log)
@@ -153,8 +212,14 @@ impl Rig {
             secret,
             urls,
             shopper: tokio::sync::OnceCell::new(),
+            platform,
             _database: database,
         }
+    }
+
+    /// The platform outside the backends ([`Platform::Outside`]), to look at its payments.
+    pub fn platform(&self) -> Option<&platform_sim::Simulator> {
+        self.platform.as_ref().map(|p| &p.simulator)
     }
 
     /// The first backend's URL.
@@ -191,6 +256,31 @@ impl Rig {
             .expect("orders placed")
     }
 
+    /// The rig's shopper pays `orders` (through the first backend) and waits
+    /// until the platform has accepted each payment.
+    pub async fn pay(&self, orders: &[String]) -> Vec<PaidOrder> {
+        self.pay_via(0, orders).await
+    }
+
+    /// The same through backend `n` (with the in-process sandbox, its sandbox holds the payments).
+    pub async fn pay_via(&self, n: usize, orders: &[String]) -> Vec<PaidOrder> {
+        storm::shop::pay_orders(
+            &self.urls[n],
+            self.shopper().await,
+            &self.db,
+            orders,
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("orders paid and handed over")
+    }
+
+    /// `count` orders of `amount`, placed and paid: what a storm's callbacks report on.
+    pub async fn paid_orders(&self, count: usize, amount: i64) -> Vec<PaidOrder> {
+        let orders = self.orders(count, amount).await;
+        self.pay(&orders).await
+    }
+
     /// One platform per backend URL, signing with the rig's secret; like real
     /// platforms it gives up on a delivery after 5 s and retries.
     pub fn senders(&self) -> Vec<Sender> {
@@ -202,12 +292,13 @@ impl Rig {
             .collect()
     }
 
-    /// The platform's side of a storm: each order's success callback delivered
-    /// `copies` times at once (spread over the backends), each copy retried every
-    /// `pause` until acknowledged (at most `deadline`). Returns every answer.
+    /// The platform's side of a storm: each paid order's success callback
+    /// (naming its payment) delivered `copies` times at once (spread over the
+    /// backends), each copy retried every `pause` until acknowledged (at most
+    /// `deadline`). Returns every answer.
     pub async fn storm(
         &self,
-        orders: &[String],
+        orders: &[PaidOrder],
         amount: i64,
         copies: usize,
         pause: Duration,
@@ -257,6 +348,25 @@ impl Rig {
         }
     }
 
+    /// Waits until none of `orders` is PENDING (at most `deadline`), polling the
+    /// database (which may be away for a while); returns how many still are.
+    pub async fn wait_until_settled(&self, orders: &[String], deadline: Duration) -> i64 {
+        let started = tokio::time::Instant::now();
+        loop {
+            let pending: Option<i64> = sqlx::query_scalar(
+                "SELECT count(*) FROM orders WHERE order_no = ANY($1) AND status = 'PENDING'",
+            )
+            .bind(orders)
+            .fetch_one(&self.db)
+            .await
+            .ok();
+            if pending == Some(0) || started.elapsed() > deadline {
+                return pending.unwrap_or(orders.len() as i64);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Keeps every backend alive: restarts any that died, until `stop` is set. Returns restarts.
     pub fn supervise(
         &self,
@@ -292,7 +402,75 @@ impl Rig {
     }
 }
 
+/// The order numbers of paid orders.
+pub fn order_nos(orders: &[PaidOrder]) -> Vec<String> {
+    orders.iter().map(|o| o.order_no.clone()).collect()
+}
+
 /// Counts answers that are not 2xx (5xx or no answer: the platform will retry).
 pub fn failures(answers: &[Answer]) -> usize {
     answers.iter().filter(|a| !a.is_success()).count()
+}
+
+/// `platform-sim` on a free port, served by a runtime on a thread of its own
+/// (so it answers even while the test's thread waits on a child process):
+/// decides each payment after 100 ms and delivers its callbacks (unless `chaos`
+/// drops them), retrying every 200 ms for a minute. Stops when dropped.
+struct OutsidePlatform {
+    url: String,
+    simulator: platform_sim::Simulator,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OutsidePlatform {
+    fn start(secret: &str, chaos: platform_sim::Chaos) -> anyhow::Result<Self> {
+        let simulator = platform_sim::Simulator::try_new(platform_sim::SimConfig {
+            secret: callback_signing::CallbackSecret::parse(secret)
+                .map_err(|err| anyhow::anyhow!("secret: {err}"))?,
+            schedule: "fixed:200msx300".parse()?,
+            processing_delay: Duration::from_millis(100),
+            chaos,
+            ..platform_sim::SimConfig::default()
+        })?;
+        let router = simulator.router();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                tokio::select! {
+                    _ = axum::serve(listener, router) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Its deliveries still being retried end here too.
+            runtime.shutdown_background();
+        });
+        Ok(Self {
+            url,
+            simulator,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for OutsidePlatform {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
