@@ -252,6 +252,49 @@ pub struct Order {
     /// being asked: the page says it is confirming, never that it failed.
     #[serde(default)]
     pub payment_status: Option<crate::AttemptStatus>,
+    /// What refunds gave back so far, in minor units.
+    #[serde(default)]
+    pub refunded_cents: i64,
+}
+
+/// `POST /api/merchant/orders/{order_no}/refunds` (and the operator's
+/// `/api/admin/...`) body, with an `Idempotency-Key`: give part or all of a
+/// paid order's charge back.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRefund {
+    /// Amount to give back, in the order's minor units; positive. With the
+    /// order's pending and succeeded refunds it may not exceed the charge.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    pub amount_cents: i64,
+    /// Why, for the shopper and the books; 1 to 500 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
+    pub reason: String,
+}
+
+/// A refund, as answered by the refund routes and shown on the receipt.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refund {
+    /// Our refund number (`rfd_<32 hex>`), the platform's idempotency key for it.
+    pub refund_no: String,
+    /// The order refunded.
+    pub order_no: String,
+    /// Amount given back, in minor units.
+    pub amount_cents: i64,
+    /// Currency of the amount.
+    pub currency: Currency,
+    /// Where it stands.
+    pub status: crate::RefundStatus,
+    /// Why.
+    pub reason: String,
+    /// When it was asked for.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When the platform's answer settled it; null while PENDING.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub settled_at: Option<OffsetDateTime>,
 }
 
 /// `POST /api/orders/{order_no}/request-token`: a one-time token for one "Pay now".
@@ -325,6 +368,12 @@ pub struct CallbackData {
     /// back. When present it must name the order's attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merchant_reference: Option<String>,
+    /// For `refund.*` events: our refund number (the refund's idempotency key at the platform).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refund_no: Option<String>,
+    /// For `refund.*` events: the platform's id for the refund.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refund_id: Option<String>,
 }
 
 /// The 200 answer to a callback, applied or duplicate: the platform may stop retrying.
@@ -459,6 +508,7 @@ mod tests {
             description: None,
             pay_url: "http://127.0.0.1:3000/pay/ord_1".into(),
             payment_status: Some(crate::AttemptStatus::Succeeded),
+            refunded_cents: 0,
         }
     }
 
@@ -474,7 +524,7 @@ mod tests {
         assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
         assert_eq!(
             json,
-            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1","payment_status":"SUCCEEDED"}"#
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1","payment_status":"SUCCEEDED","refunded_cents":0}"#
         );
         let back: Order = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, order);

@@ -77,13 +77,17 @@ text_enum! {
         PaymentSucceeded = "payment.succeeded",
         /// The platform will not take the money.
         PaymentFailed = "payment.failed",
+        /// The platform gave a refund's money back.
+        RefundSucceeded = "refund.succeeded",
+        /// The platform will not give a refund's money back.
+        RefundFailed = "refund.failed",
     }
 }
 
 text_enum! {
     /// What became of a callback delivery (`callback_deliveries.outcome`), and
     /// for the first delivery that applied an id, what it did
-    /// (`payment_callbacks.outcome`, one of the first five or the last two).
+    /// (`payment_callbacks.outcome`, one of the first five or the last five).
     pub enum CallbackOutcome ("callback outcome") {
         /// A ledger row was written, the order is PAID and the balance deducted.
         Charged = "CHARGED",
@@ -110,6 +114,12 @@ text_enum! {
         IgnoredUnsolicited = "IGNORED_UNSOLICITED",
         /// A success naming another payment than the order's attempt: nothing charged, anomaly raised, answered 200.
         IgnoredReferenceMismatch = "IGNORED_REFERENCE_MISMATCH",
+        /// A `refund.succeeded` wrote the REFUND ledger row and credited the account.
+        Refunded = "REFUNDED",
+        /// A `refund.failed` freed the refund's amount for another refund.
+        RefundFailed = "REFUND_FAILED",
+        /// A refund result for a refund already settled, or naming no refund of ours: nothing changed.
+        IgnoredRefundSettled = "IGNORED_REFUND_SETTLED",
     }
 }
 
@@ -141,10 +151,23 @@ text_enum! {
 
 text_enum! {
     /// What kind of money movement a ledger row is (`payment_ledger.kind`).
-    /// Only charges exist today; refunds would be a new kind.
     pub enum LedgerKind ("ledger kind") {
         /// Money taken from an account for an order, once per order.
         Charge = "CHARGE",
+        /// Money given back to an account, once per refund number.
+        Refund = "REFUND",
+    }
+}
+
+text_enum! {
+    /// Where a refund stands (`refunds.status`).
+    pub enum RefundStatus ("refund status") {
+        /// Asked for; its amount is reserved on the order until the platform answers.
+        Pending = "PENDING",
+        /// The platform gave the money back; the account was credited once. Final.
+        Succeeded = "SUCCEEDED",
+        /// The platform refused it; its amount is free for another refund. Final.
+        Failed = "FAILED",
     }
 }
 
@@ -178,6 +201,7 @@ mod tests {
         round_trips(CallbackOutcome::ALL, CallbackOutcome::as_str);
         round_trips(AnomalyKind::ALL, AnomalyKind::as_str);
         round_trips(LedgerKind::ALL, LedgerKind::as_str);
+        round_trips(RefundStatus::ALL, RefundStatus::as_str);
         round_trips(&OrderStatus::ALL, OrderStatus::as_str);
     }
 

@@ -45,6 +45,10 @@ pub enum ErrorCode {
     TokenInvalid,
     /// The order is not PENDING, so it cannot be paid.
     OrderNotPayable,
+    /// The order is not paid (or already fully refunded), so it cannot be refunded.
+    OrderNotRefundable,
+    /// The refund, with the refunds pending and done, would give back more than was charged.
+    RefundExceedsCharge,
     /// The account balance is below the order amount.
     InsufficientFunds,
     /// The order currency differs from the account currency.
@@ -86,6 +90,8 @@ impl ErrorCode {
             Self::AccountNotFound => "ACCOUNT_NOT_FOUND",
             Self::TokenInvalid => "TOKEN_INVALID",
             Self::OrderNotPayable => "ORDER_NOT_PAYABLE",
+            Self::OrderNotRefundable => "ORDER_NOT_REFUNDABLE",
+            Self::RefundExceedsCharge => "REFUND_EXCEEDS_CHARGE",
             Self::InsufficientFunds => "INSUFFICIENT_FUNDS",
             Self::CurrencyMismatch => "CURRENCY_MISMATCH",
             Self::TokenStoreUnavailable => "TOKEN_STORE_UNAVAILABLE",
@@ -162,6 +168,8 @@ mod tests {
             ErrorCode::IdempotencyKeyReused,
             ErrorCode::IdempotencyKeyInUse,
             ErrorCode::UnsupportedMediaType,
+            ErrorCode::OrderNotRefundable,
+            ErrorCode::RefundExceedsCharge,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

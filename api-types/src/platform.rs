@@ -74,3 +74,53 @@ pub struct PaymentState {
 /// The error code a platform answers a close with when the payment was
 /// already paid (409): the merchant must treat the payment as a success.
 pub const ALREADY_PAID: &str = "PAYMENT_ALREADY_SUCCEEDED";
+
+/// `POST /v1/refunds` body (with the refund number as `Idempotency-Key`): give
+/// part or all of a succeeded payment back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateRefund {
+    /// The platform's id of the payment to refund.
+    pub payment_id: String,
+    /// The merchant's refund number, echoed in the refund's callbacks.
+    pub refund_no: String,
+    /// Amount to give back, in minor units; positive.
+    pub amount_cents: i64,
+    /// ISO 4217 code; the payment's.
+    pub currency: Currency,
+    /// Where the refund's result callbacks are posted.
+    pub notify_url: String,
+}
+
+/// Where a refund stands at the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RefundStatus {
+    /// Accepted; not decided yet.
+    Processing,
+    /// The money was given back.
+    Succeeded,
+    /// The money will not be given back.
+    Failed,
+}
+
+/// What a platform says about one refund (`POST /v1/refunds`, `GET
+/// /v1/refunds/by-reference/{refund_no}`). Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefundState {
+    /// The platform's id for the refund.
+    pub refund_id: String,
+    /// The payment refunded.
+    pub payment_id: String,
+    /// The merchant's refund number.
+    pub refund_no: String,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// ISO 4217 code.
+    pub currency: Currency,
+    /// Where it stands.
+    pub status: RefundStatus,
+}
+
+/// The error code a platform answers a refund with when the payment's
+/// refunds would exceed what it took (422).
+pub const REFUND_EXCEEDS_PAYMENT: &str = "REFUND_EXCEEDS_PAYMENT";

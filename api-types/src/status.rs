@@ -1,5 +1,12 @@
 //! The order state machine: `PENDING -> PAID`, `PENDING -> FAILED` or
-//! `PENDING -> CLOSED` (expired unpaid), nothing else.
+//! `PENDING -> CLOSED` (expired unpaid), and `PAID -> REFUNDED` once refunds
+//! gave the whole charge back; nothing else.
+//!
+//! ```text
+//! PENDING ──> PAID ──> REFUNDED
+//!    ├──────> FAILED
+//!    └──────> CLOSED
+//! ```
 //!
 //! The backend's SQL mirrors this rule with conditional updates
 //! (`UPDATE orders ... WHERE order_no = $1 AND status = 'PENDING'`); the
@@ -16,17 +23,25 @@ use std::str::FromStr;
 pub enum OrderStatus {
     /// Created and not yet settled: the only state a payment can start from.
     Pending,
-    /// Charged exactly once. Final.
+    /// Charged exactly once. Settled; only refunds move it on (to `REFUNDED`).
     Paid,
     /// Will never be charged. Final.
     Failed,
     /// Expired before it was paid; will never be charged. Final.
     Closed,
+    /// Charged once, then given back in full by refunds. Final.
+    Refunded,
 }
 
 impl OrderStatus {
     /// Every state, in declaration order.
-    pub const ALL: [OrderStatus; 4] = [Self::Pending, Self::Paid, Self::Failed, Self::Closed];
+    pub const ALL: [OrderStatus; 5] = [
+        Self::Pending,
+        Self::Paid,
+        Self::Failed,
+        Self::Closed,
+        Self::Refunded,
+    ];
 
     /// The spelling used on the wire and in the `orders.status` column.
     pub const fn as_str(self) -> &'static str {
@@ -35,22 +50,32 @@ impl OrderStatus {
             Self::Paid => "PAID",
             Self::Failed => "FAILED",
             Self::Closed => "CLOSED",
+            Self::Refunded => "REFUNDED",
         }
     }
 
-    /// The one transition rule: only a pending order moves, and only to a final state.
+    /// The one transition rule: a pending order settles once (paid, failed or
+    /// closed), and a paid one may afterwards become refunded.
     pub const fn can_transition_to(self, next: OrderStatus) -> bool {
         matches!(
             (self, next),
             (Self::Pending, Self::Paid)
                 | (Self::Pending, Self::Failed)
                 | (Self::Pending, Self::Closed)
+                | (Self::Paid, Self::Refunded)
         )
     }
 
-    /// A final state never changes again.
+    /// Settled: the payment's outcome is decided and no payment can start or
+    /// be charged any more (every state but `PENDING`). A PAID order may still
+    /// be refunded.
     pub const fn is_final(self) -> bool {
         !matches!(self, Self::Pending)
+    }
+
+    /// Nothing will ever change it again.
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, Self::Failed | Self::Closed | Self::Refunded)
     }
 }
 
@@ -60,7 +85,7 @@ impl fmt::Display for OrderStatus {
     }
 }
 
-/// The text was not one of `PENDING`, `PAID`, `FAILED`, `CLOSED`.
+/// The text was not one of `PENDING`, `PAID`, `FAILED`, `CLOSED`, `REFUNDED`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown order status {0:?}")]
 pub struct UnknownStatus(pub String);
@@ -86,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn only_pending_moves_and_only_to_a_final_state() {
+    fn pending_settles_once_and_only_paid_moves_on_to_refunded() {
         let allowed: Vec<_> = OrderStatus::ALL
             .into_iter()
             .flat_map(|from| OrderStatus::ALL.into_iter().map(move |to| (from, to)))
@@ -97,7 +122,8 @@ mod tests {
             vec![
                 (OrderStatus::Pending, OrderStatus::Paid),
                 (OrderStatus::Pending, OrderStatus::Failed),
-                (OrderStatus::Pending, OrderStatus::Closed)
+                (OrderStatus::Pending, OrderStatus::Closed),
+                (OrderStatus::Paid, OrderStatus::Refunded)
             ]
         );
     }
@@ -123,15 +149,21 @@ mod tests {
                     moves += 1;
                 }
             }
-            prop_assert!(moves <= 1);
-            prop_assert_eq!(moves == 1, current.is_final());
+            // Settling once, then at most the refund.
+            prop_assert!(moves <= 2);
+            prop_assert_eq!(moves >= 1, current.is_final());
+            prop_assert_eq!(moves == 2, current == OrderStatus::Refunded);
         }
 
         #[test]
-        fn final_states_never_move(from in any_status(), to in any_status()) {
-            if from.is_final() {
+        fn terminal_states_never_move_and_settled_ones_never_go_back(from in any_status(), to in any_status()) {
+            if from.is_terminal() {
                 prop_assert!(!from.can_transition_to(to));
             }
+            if from.is_final() && from.can_transition_to(to) {
+                prop_assert!(to.is_terminal());
+            }
+            prop_assert!(!from.can_transition_to(OrderStatus::Pending));
         }
 
         #[test]
