@@ -82,3 +82,9 @@ CREATE UNIQUE INDEX payment_ledger_one_row_per_refund ON payment_ledger (refund_
 ALTER TABLE payment_callbacks DROP CONSTRAINT payment_callbacks_event_type_check;
 ALTER TABLE payment_callbacks ADD CONSTRAINT payment_callbacks_event_type_check CHECK (event_type IN (
     'payment.succeeded', 'payment.failed', 'refund.succeeded', 'refund.failed'));
+
+ALTER TABLE anomalies DROP CONSTRAINT anomalies_kind_check;
+ALTER TABLE anomalies ADD CONSTRAINT anomalies_kind_check CHECK (kind IN (
+    'AMOUNT_MISMATCH', 'SUCCESS_AFTER_FAILED', 'SECOND_SUCCESS_FOR_PAID_ORDER',
+    'FAILURE_AFTER_PAID', 'CALLBACK_CONFLICT', 'INSUFFICIENT_FUNDS', 'LATE_SUCCESS',
+    'UNSOLICITED_PAYMENT', 'PAYMENT_REFERENCE_MISMATCH', 'STUCK_PAYMENT', 'REFUND_RESULT_CONFLICT'));

@@ -146,6 +146,8 @@ text_enum! {
         PaymentReferenceMismatch = "PAYMENT_REFERENCE_MISMATCH",
         /// The platform still had no result after every scheduled query.
         StuckPayment = "STUCK_PAYMENT",
+        /// A refund result contradicting the one booked before, or naming no refund of the order.
+        RefundResultConflict = "REFUND_RESULT_CONFLICT",
     }
 }
 

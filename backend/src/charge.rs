@@ -151,10 +151,12 @@ pub fn decide(
     spendable_cents: i64,
     amount_cents: i64,
 ) -> Decision {
-    use CallbackType::{PaymentFailed, PaymentSucceeded};
-    use OrderStatus::{Closed, Failed, Paid, Pending};
+    use CallbackType::{PaymentFailed, PaymentSucceeded, RefundFailed, RefundSucceeded};
+    use OrderStatus::{Closed, Failed, Paid, Pending, Refunded};
     let ignore = |anomaly| Decision::Ignore { anomaly };
     match (kind, status, reference) {
+        // Refund results never reach this rule (`crate::refunds::decide_refund`).
+        (RefundSucceeded | RefundFailed, _, _) => ignore(None),
         (PaymentSucceeded, _, Reference::NoAttempt) => {
             ignore(Some(AnomalyKind::UnsolicitedPayment))
         }
@@ -168,8 +170,8 @@ pub fn decide(
             reason: "INSUFFICIENT_FUNDS",
             anomaly: Some(AnomalyKind::InsufficientFunds),
         },
-        (PaymentSucceeded, Paid, Reference::Matches) => ignore(None),
-        (PaymentSucceeded, Paid, Reference::Mismatch) => {
+        (PaymentSucceeded, Paid | Refunded, Reference::Matches) => ignore(None),
+        (PaymentSucceeded, Paid | Refunded, Reference::Mismatch) => {
             ignore(Some(AnomalyKind::SecondSuccessForPaidOrder))
         }
         (PaymentSucceeded, Failed, _) => ignore(Some(AnomalyKind::SuccessAfterFailed)),
@@ -178,9 +180,19 @@ pub fn decide(
             reason: "PAYMENT_FAILED",
             anomaly: None,
         },
-        (PaymentFailed, Paid, Reference::Matches) => ignore(Some(AnomalyKind::FailureAfterPaid)),
+        (PaymentFailed, Paid | Refunded, Reference::Matches) => {
+            ignore(Some(AnomalyKind::FailureAfterPaid))
+        }
         (PaymentFailed, _, _) => ignore(None),
     }
+}
+
+/// `refund.succeeded` / `refund.failed`: applied by [`crate::refunds`].
+const fn is_refund_event(kind: CallbackType) -> bool {
+    matches!(
+        kind,
+        CallbackType::RefundSucceeded | CallbackType::RefundFailed
+    )
 }
 
 /// Applies one verified callback in one transaction and says how to answer.
@@ -251,6 +263,9 @@ pub(crate) async fn apply_in_tx(
     tx: &mut Transaction<'_, Postgres>,
     callback: &VerifiedCallback,
 ) -> Result<Applied, ApiError> {
+    if is_refund_event(callback.event.kind) {
+        return crate::refunds::apply_in_tx(tx, callback).await;
+    }
     let data = &callback.event.data;
     let Some(order) = orders::lock_with_account(&mut **tx, &data.order_no).await? else {
         log_delivery(tx, callback, CallbackOutcome::OrderNotFound, 404).await?;

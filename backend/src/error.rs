@@ -70,6 +70,12 @@ pub enum ApiError {
     /// The order is final.
     #[error("order is {0}, only PENDING orders can be paid")]
     OrderNotPayable(OrderStatus),
+    /// The order cannot be refunded (not PAID); the message says why.
+    #[error("{0}")]
+    OrderNotRefundable(String),
+    /// The refund would give back more than was charged; the message says how much is left.
+    #[error("{0}")]
+    RefundExceedsCharge(String),
     /// The order is past its expiry (it is, or is about to be, CLOSED).
     #[error("the order expired before it was paid; nothing was charged, place it again")]
     OrderExpired,
@@ -143,6 +149,11 @@ impl ApiError {
             AccountNotFound => (StatusCode::NOT_FOUND, ErrorCode::AccountNotFound),
             TokenInvalid(_) => (StatusCode::CONFLICT, ErrorCode::TokenInvalid),
             OrderNotPayable(_) | OrderExpired => (StatusCode::CONFLICT, ErrorCode::OrderNotPayable),
+            OrderNotRefundable(_) => (StatusCode::CONFLICT, ErrorCode::OrderNotRefundable),
+            RefundExceedsCharge(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::RefundExceedsCharge,
+            ),
             InsufficientFunds { .. } => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InsufficientFunds,

@@ -3,8 +3,9 @@
 //!
 //! 1. one ledger row per callback id;
 //! 2. at most one `CHARGE` per order;
-//! 3. an order is PAID exactly when it has one `CHARGE`, equal to its amount and currency;
-//! 4. per account: opening balance - current balance = sum of its `CHARGE` rows, and never negative;
+//! 3. an order is PAID or REFUNDED exactly when it has one `CHARGE`, equal to its amount and currency;
+//! 4. per account: opening balance - current balance = sum of its `CHARGE` rows
+//!    minus sum of its `REFUND` rows, and never negative;
 //! 5. a PAID order has `paid_at`, a FAILED one a reason, a PENDING one neither;
 //! 6. per account: held = sum of the amounts of its PENDING orders that have a
 //!    payment attempt, and balance >= held >= 0 (funds held at pay);
@@ -12,7 +13,11 @@
 //!    PAID, FAILED only for a FAILED order, CLOSED only for a CLOSED one, and an
 //!    open attempt only for a PENDING one;
 //! 8. every `CHARGE` names the platform payment of its order's attempt: nothing
-//!    is charged for a payment we did not hand over.
+//!    is charged for a payment we did not hand over;
+//! 9. refunds: per order, REFUND rows = succeeded refunds = `refunded_cents` <=
+//!    the charge, pending + succeeded refunds = `refund_reserved_cents`, REFUNDED
+//!    exactly when all of the charge went back; a refund has one REFUND row
+//!    exactly when it SUCCEEDED (so a refund number credits at most once).
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -79,7 +84,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
                              bool_and(currency = (SELECT currency FROM orders WHERE order_no = pl.order_no)) AS same_currency
                       FROM payment_ledger pl WHERE kind = 'CHARGE' GROUP BY order_no) l
              ON l.order_no = o.order_no
-           WHERE (o.status = 'PAID') IS DISTINCT FROM
+           WHERE (o.status IN ('PAID', 'REFUNDED')) IS DISTINCT FROM
                  (coalesce(l.charges, 0) = 1 AND l.charged = o.amount_cents AND l.same_currency)"#
     )
     .fetch_all(db)
@@ -97,23 +102,77 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
 
     let unbalanced = sqlx::query!(
         r#"SELECT a.account_id, a.opening_balance_cents, a.balance_cents,
-                  coalesce(sum(l.amount_cents), 0)::bigint AS "charged!"
+                  coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'CHARGE'), 0)::bigint AS "charged!",
+                  coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'REFUND'), 0)::bigint AS "refunded!"
            FROM accounts a
-           LEFT JOIN payment_ledger l ON l.account_id = a.account_id AND l.kind = 'CHARGE'
+           LEFT JOIN payment_ledger l ON l.account_id = a.account_id
            GROUP BY a.account_id
-           HAVING a.opening_balance_cents - a.balance_cents <> coalesce(sum(l.amount_cents), 0)
+           HAVING a.opening_balance_cents - a.balance_cents
+                      <> coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'CHARGE'), 0)
+                         - coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'REFUND'), 0)
                OR a.balance_cents < 0"#
     )
     .fetch_all(db)
     .await?;
     for row in unbalanced {
         violations.push(format!(
-            "account {}: opening {} - balance {} = {} but charges total {}",
+            "account {}: opening {} - balance {} = {} but charges {} - refunds {} = {}",
             row.account_id,
             row.opening_balance_cents,
             row.balance_cents,
             row.opening_balance_cents - row.balance_cents,
-            row.charged
+            row.charged,
+            row.refunded,
+            row.charged - row.refunded
+        ));
+    }
+
+    let misrefunded = sqlx::query!(
+        r#"SELECT o.order_no, o.status, o.amount_cents, o.refunded_cents, o.refund_reserved_cents,
+                  coalesce(l.booked, 0)::bigint AS "booked!", coalesce(r.succeeded, 0)::bigint AS "succeeded!",
+                  coalesce(r.reserved, 0)::bigint AS "reserved!"
+           FROM orders o
+           LEFT JOIN (SELECT order_no, sum(amount_cents) AS booked FROM payment_ledger
+                      WHERE kind = 'REFUND' GROUP BY order_no) l ON l.order_no = o.order_no
+           LEFT JOIN (SELECT order_no,
+                             sum(amount_cents) FILTER (WHERE status = 'SUCCEEDED') AS succeeded,
+                             sum(amount_cents) FILTER (WHERE status IN ('PENDING', 'SUCCEEDED')) AS reserved
+                      FROM refunds GROUP BY order_no) r ON r.order_no = o.order_no
+           WHERE coalesce(l.booked, 0) <> o.refunded_cents
+              OR coalesce(r.succeeded, 0) <> o.refunded_cents
+              OR coalesce(r.reserved, 0) <> o.refund_reserved_cents
+              OR o.refunded_cents > o.amount_cents
+              OR (o.status = 'REFUNDED') <> (o.refunded_cents = o.amount_cents AND o.refunded_cents > 0)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in misrefunded {
+        violations.push(format!(
+            "order {} ({}, charged {}): refunded {} and reserved {} on the order, but REFUND rows total {}, \
+             succeeded refunds {} and pending+succeeded refunds {}",
+            row.order_no,
+            row.status,
+            row.amount_cents,
+            row.refunded_cents,
+            row.refund_reserved_cents,
+            row.booked,
+            row.succeeded,
+            row.reserved
+        ));
+    }
+
+    let refund_rows = sqlx::query!(
+        r#"SELECT r.refund_no, r.status, count(l.entry_id) AS "rows!"
+           FROM refunds r LEFT JOIN payment_ledger l ON l.refund_no = r.refund_no AND l.kind = 'REFUND'
+           GROUP BY r.refund_no, r.status
+           HAVING count(l.entry_id) <> CASE WHEN r.status = 'SUCCEEDED' THEN 1 ELSE 0 END"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in refund_rows {
+        violations.push(format!(
+            "refund {} is {} with {} REFUND ledger row(s)",
+            row.refund_no, row.status, row.rows
         ));
     }
 
@@ -141,7 +200,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
     let disagreeing = sqlx::query!(
         r#"SELECT p.payment_id, p.status AS attempt, o.order_no, o.status AS "order"
            FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
-           WHERE (p.status = 'SUCCEEDED') <> (o.status = 'PAID')
+           WHERE (p.status = 'SUCCEEDED') <> (o.status IN ('PAID', 'REFUNDED'))
               OR (p.status = 'FAILED' AND o.status <> 'FAILED')
               OR (p.status = 'CLOSED' AND o.status <> 'CLOSED')
               OR (p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status <> 'PENDING')"#
@@ -172,7 +231,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
 
     let malformed = sqlx::query!(
         "SELECT order_no, status FROM orders
-         WHERE (status = 'PAID') <> (paid_at IS NOT NULL)
+         WHERE (status IN ('PAID', 'REFUNDED')) <> (paid_at IS NOT NULL)
             OR (status = 'FAILED') <> (failure_reason IS NOT NULL)"
     )
     .fetch_all(db)

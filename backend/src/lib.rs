@@ -21,6 +21,7 @@ pub mod invariants;
 pub mod limits;
 pub mod openapi;
 pub mod order_no;
+pub mod refunds;
 pub mod platform;
 pub mod routes;
 pub mod schema;

@@ -186,6 +186,8 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
         let expiry = crate::expiry::run(self.state.db.clone(), self.state.platform.clone());
+        let refunds =
+            crate::refunds::run_dispatcher(self.state.db.clone(), self.state.platform.clone());
         let queries = crate::settlement::run_queries(
             self.state.db.clone(),
             self.state.platform.clone(),
@@ -201,6 +203,7 @@ impl Application {
             () = dispatcher => Ok(()),
             () = expiry => Ok(()),
             () = queries => Ok(()),
+            () = refunds => Ok(()),
         }
     }
 }

@@ -45,6 +45,17 @@ pub async fn insert_charge(db: impl PgExecutor<'_>, charge: NewCharge<'_>) -> sq
     Ok(result.rows_affected() == 1)
 }
 
+/// The platform payment an order's CHARGE names, if it was charged.
+#[tracing::instrument(name = "db.ledger.charge_of", skip(db))]
+pub async fn charge_of(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+        order_no,
+    )
+    .fetch_optional(db)
+    .await
+}
+
 /// An account's ledger, oldest first, read straight into the wire type (its
 /// fields are the columns, one to one).
 #[tracing::instrument(name = "db.ledger.list_for_account", skip(db))]

@@ -17,6 +17,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod orders;
 pub mod products;
+pub mod refunds;
 pub mod shoppers;
 
 /// True when `err` is a unique violation of the named constraint or index.

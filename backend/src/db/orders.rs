@@ -33,6 +33,8 @@ pub struct OrderRow {
     pub expires_at: OffsetDateTime,
     /// Its payment attempt's status, if a pay started one.
     pub payment_status: Option<AttemptStatus>,
+    /// What refunds gave back so far.
+    pub refunded_cents: i64,
 }
 
 impl OrderRow {
@@ -51,6 +53,7 @@ impl OrderRow {
             description: self.description.clone(),
             pay_url: format!("{public_origin}/pay/{}", self.order_no),
             payment_status: self.payment_status,
+            refunded_cents: self.refunded_cents,
         }
     }
 }
@@ -83,7 +86,7 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
            VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                      status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
-                     NULL::text AS "payment_status?: AttemptStatus""#,
+                     NULL::text AS "payment_status?: AttemptStatus", refunded_cents"#,
         new.order_no,
         new.shopper_id,
         new.account_id,
@@ -104,7 +107,7 @@ pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Optio
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                   status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
                   (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus"
+                      AS "payment_status?: AttemptStatus", refunded_cents
            FROM orders WHERE order_no = $1"#,
         order_no,
     )
@@ -125,7 +128,7 @@ pub async fn find_owned(
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                   status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
                   (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus"
+                      AS "payment_status?: AttemptStatus", refunded_cents
            FROM orders WHERE order_no = $1 AND shopper_id = $2"#,
         order_no,
         shopper_id,
@@ -146,7 +149,7 @@ pub async fn list_for_shopper(
         r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                   status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
                   (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus"
+                      AS "payment_status?: AttemptStatus", refunded_cents
            FROM orders WHERE shopper_id = $1 ORDER BY created_at DESC, order_no LIMIT $2"#,
         shopper_id,
         limit,
@@ -177,6 +180,8 @@ pub struct LockedOrder {
     pub hold_cents: i64,
     /// When it stops being payable.
     pub expires_at: OffsetDateTime,
+    /// What refunds pending or done take of the charge.
+    pub refund_reserved_cents: i64,
     /// The order's payment attempt (our payment id), if it has one.
     pub attempt_payment_id: Option<Uuid>,
     /// The platform's id for that payment, once recorded.

@@ -247,6 +247,44 @@ impl Platform {
     }
 }
 
+impl Platform {
+    /// Hands a refund over, idempotently by its refund number; the platform's
+    /// view of it once accepted. Any error leaves it to the refund dispatcher.
+    pub async fn refund(
+        &self,
+        refund: &crate::db::refunds::RefundRow,
+    ) -> anyhow::Result<api_types::platform::RefundState> {
+        let request = api_types::platform::CreateRefund {
+            payment_id: refund.platform_payment_id.clone(),
+            refund_no: refund.refund_no.clone(),
+            amount_cents: refund.amount_cents,
+            currency: refund.currency,
+            notify_url: self.notify_url.clone(),
+        };
+        match &self.mode {
+            Mode::Remote { http, base_url } => {
+                let response = http
+                    .post(format!("{base_url}/v1/refunds"))
+                    .header("idempotency-key", &refund.refund_no)
+                    .json(&request)
+                    .send()
+                    .await?;
+                let status = response.status();
+                if !status.is_success() {
+                    let body: serde_json::Value = response.json().await.unwrap_or_default();
+                    anyhow::bail!("the platform answered the refund with {status}: {body}");
+                }
+                Ok(response.json().await?)
+            }
+            #[cfg(feature = "sandbox")]
+            Mode::InProcess(simulator) => {
+                let (view, _) = simulator.create_refund(&refund.refund_no, request).await?;
+                Ok(serde_json::from_value(serde_json::to_value(view)?)?)
+            }
+        }
+    }
+}
+
 /// The simulator's fuller view, as any platform's query answer.
 #[cfg(feature = "sandbox")]
 fn state_of(payment: &platform_sim::Payment) -> PaymentState {

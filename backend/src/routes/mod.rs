@@ -9,6 +9,7 @@ pub mod orders;
 pub mod pay;
 pub mod platform;
 pub mod products;
+pub mod refunds;
 pub mod session;
 
 use crate::auth::bearer::{self, BearerKey};
@@ -41,12 +42,14 @@ pub fn api(
         .routes(routes!(admin::get_account))
         .routes(routes!(admin::callback_history))
         .routes(routes!(admin::list_anomalies))
+        .routes(routes!(refunds::admin_create, refunds::admin_list))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), BearerKey::Admin),
             bearer::require,
         ));
     let merchant = OpenApiRouter::new()
         .routes(routes!(merchant::create_order))
+        .routes(routes!(refunds::merchant_create, refunds::merchant_list))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), BearerKey::Merchant),
             bearer::require,

@@ -22,6 +22,7 @@ mod orders;
 mod ownership;
 mod pay;
 mod redis_outage;
+mod refunds;
 mod remote_platform;
 mod request_token;
 mod sessions;

@@ -3,7 +3,7 @@
 use api_types::OrderStatus;
 use leptos::prelude::*;
 
-/// Shows `PENDING`, `PAID`, `FAILED` or `CLOSED`, colour-coded; the text carries the
+/// Shows `PENDING`, `PAID`, `FAILED`, `CLOSED` or `REFUNDED`, colour-coded; the text carries the
 /// meaning, the colour only repeats it. `data-status` holds the wire spelling
 /// for tests.
 #[component]
@@ -16,7 +16,7 @@ pub fn StatusBadge(
 ) -> impl IntoView {
     let class = match status {
         OrderStatus::Pending => "badge badge-pending",
-        OrderStatus::Paid => "badge badge-paid",
+        OrderStatus::Paid | OrderStatus::Refunded => "badge badge-paid",
         OrderStatus::Failed | OrderStatus::Closed => "badge badge-failed",
     };
     view! {

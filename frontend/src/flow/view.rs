@@ -54,7 +54,10 @@ impl PayFlow {
             _ => None,
         };
         let outcome = match self.order.as_ref() {
-            Some(order) if self.phase == Phase::Done && order.status == OrderStatus::Paid => {
+            Some(order)
+                if self.phase == Phase::Done
+                    && matches!(order.status, OrderStatus::Paid | OrderStatus::Refunded) =>
+            {
                 Some(Outcome::Paid {
                     paid_at: order.paid_at.map(format_timestamp),
                     payment_id: self.payment_id.map(|id| id.to_string()),

@@ -1,0 +1,284 @@
+//! `refunds`: one row per refund number, and the order and ledger changes a
+//! refund makes. The amounts are guarded twice: the code checks them under the
+//! order's row lock, and the CHECKs `orders_refunds_within_charge` keep
+//! `refunded <= reserved <= charge` whatever the code does.
+
+use api_types::{Currency, RefundStatus};
+use sqlx::{PgConnection, PgExecutor};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A row of `refunds`.
+#[derive(Debug, Clone)]
+pub struct RefundRow {
+    /// Our refund number, the platform's idempotency key for it.
+    pub refund_no: String,
+    /// The order refunded.
+    pub order_no: String,
+    /// Amount given back.
+    pub amount_cents: i64,
+    /// Its currency (the order's).
+    pub currency: Currency,
+    /// Why.
+    pub reason: String,
+    /// Where it stands.
+    pub status: RefundStatus,
+    /// The platform payment refunded.
+    pub platform_payment_id: String,
+    /// The platform's id for the refund, once known.
+    pub platform_refund_id: Option<String>,
+    /// When it was asked for.
+    pub created_at: OffsetDateTime,
+    /// When the platform accepted it.
+    pub submitted_at: Option<OffsetDateTime>,
+    /// When its result was booked.
+    pub settled_at: Option<OffsetDateTime>,
+}
+
+impl RefundRow {
+    /// The wire form.
+    pub fn to_dto(&self) -> api_types::api::Refund {
+        api_types::api::Refund {
+            refund_no: self.refund_no.clone(),
+            order_no: self.order_no.clone(),
+            amount_cents: self.amount_cents,
+            currency: self.currency,
+            status: self.status,
+            reason: self.reason.clone(),
+            created_at: self.created_at,
+            settled_at: self.settled_at,
+        }
+    }
+}
+
+/// A new refund.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRefund<'a> {
+    /// Our refund number.
+    pub refund_no: &'a str,
+    /// The order.
+    pub order_no: &'a str,
+    /// Amount.
+    pub amount_cents: i64,
+    /// Currency.
+    pub currency: Currency,
+    /// Why.
+    pub reason: &'a str,
+    /// The platform payment refunded.
+    pub platform_payment_id: &'a str,
+    /// `merchant` or `operator`.
+    pub requested_by: &'a str,
+}
+
+/// A new refund number: `rfd_` and 32 hex digits.
+pub fn new_refund_no() -> String {
+    format!("rfd_{}", Uuid::new_v4().simple())
+}
+
+/// Inserts a PENDING refund.
+#[tracing::instrument(name = "db.refunds.insert", skip(db))]
+pub async fn insert(db: impl PgExecutor<'_>, new: NewRefund<'_>) -> sqlx::Result<RefundRow> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason, platform_payment_id, requested_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)
+           RETURNING refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                     status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                     created_at, submitted_at, settled_at"#,
+        new.refund_no,
+        new.order_no,
+        new.amount_cents,
+        new.currency.as_str(),
+        new.reason,
+        new.platform_payment_id,
+        new.requested_by,
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// An order's refunds, oldest first.
+#[tracing::instrument(name = "db.refunds.list_for_order", skip(db))]
+pub async fn list_for_order(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Vec<RefundRow>> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                  status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  created_at, submitted_at, settled_at
+           FROM refunds WHERE order_no = $1 ORDER BY created_at, refund_no"#,
+        order_no,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Locks a refund of `order_no` for booking its result.
+#[tracing::instrument(name = "db.refunds.lock", skip(db))]
+pub async fn lock(
+    db: impl PgExecutor<'_>,
+    refund_no: &str,
+    order_no: &str,
+) -> sqlx::Result<Option<RefundRow>> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                  status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  created_at, submitted_at, settled_at
+           FROM refunds WHERE refund_no = $1 AND order_no = $2
+           FOR UPDATE"#,
+        refund_no,
+        order_no,
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// Records that the platform accepted the refund, with its id for it.
+#[tracing::instrument(name = "db.refunds.mark_submitted", skip(db))]
+pub async fn mark_submitted(
+    db: impl PgExecutor<'_>,
+    refund_no: &str,
+    platform_refund_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE refunds SET submitted_at = coalesce(submitted_at, now()),
+                            platform_refund_id = coalesce(platform_refund_id, $2)
+         WHERE refund_no = $1",
+        refund_no,
+        platform_refund_id,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// PENDING refunds never accepted by the platform, older than `min_age_secs`,
+/// for the dispatcher to hand over again.
+#[tracing::instrument(name = "db.refunds.list_unsubmitted", skip(db))]
+pub async fn list_unsubmitted(
+    db: impl PgExecutor<'_>,
+    min_age_secs: f64,
+    limit: i64,
+) -> sqlx::Result<Vec<RefundRow>> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                  status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  created_at, submitted_at, settled_at
+           FROM refunds
+           WHERE submitted_at IS NULL AND status = 'PENDING'
+             AND created_at < now() - make_interval(secs => $1)
+           ORDER BY created_at LIMIT $2"#,
+        min_age_secs,
+        limit,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Reserves `amount_cents` of a PAID order's charge for a new refund. Returns
+/// false (and changes nothing) when the order is not PAID or the reserved
+/// total would exceed the charge. Run under the order's row lock.
+#[tracing::instrument(name = "db.refunds.reserve", skip(db))]
+pub async fn reserve(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    amount_cents: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE orders SET refund_reserved_cents = refund_reserved_cents + $2, updated_at = now()
+         WHERE order_no = $1 AND status = 'PAID' AND refund_reserved_cents + $2 <= amount_cents",
+        order_no,
+        amount_cents,
+    )
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Books a succeeded refund in the caller's transaction (which holds the
+/// order's and account's row locks): the REFUND ledger row (at most one per
+/// refund number, and per callback id), the refund SUCCEEDED, the order's
+/// refunded total (REFUNDED once it equals the charge), the account credited.
+/// Returns false when the ledger already had a row for it (nothing written).
+#[tracing::instrument(name = "db.refunds.book_success", skip(tx))]
+pub async fn book_success(
+    tx: &mut PgConnection,
+    refund: &RefundRow,
+    account_id: Uuid,
+    callback_id: &str,
+    platform_refund_id: Option<&str>,
+) -> sqlx::Result<bool> {
+    let inserted = sqlx::query!(
+        "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id, refund_no)
+         VALUES ($1, $2, $3, $4, $5, 'REFUND', $6, $7)
+         ON CONFLICT DO NOTHING",
+        callback_id,
+        refund.order_no,
+        account_id,
+        refund.amount_cents,
+        refund.currency.as_str(),
+        refund.platform_payment_id,
+        refund.refund_no,
+    )
+    .execute(&mut *tx)
+    .await?;
+    if inserted.rows_affected() != 1 {
+        return Ok(false);
+    }
+    sqlx::query!(
+        "UPDATE refunds SET status = 'SUCCEEDED', settled_at = now(),
+                            platform_refund_id = coalesce(platform_refund_id, $2)
+         WHERE refund_no = $1 AND status = 'PENDING'",
+        refund.refund_no,
+        platform_refund_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE orders
+         SET refunded_cents = refunded_cents + $2,
+             status = CASE WHEN refunded_cents + $2 = amount_cents THEN 'REFUNDED' ELSE status END,
+             updated_at = now()
+         WHERE order_no = $1",
+        refund.order_no,
+        refund.amount_cents,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE accounts SET balance_cents = balance_cents + $2 WHERE account_id = $1",
+        account_id,
+        refund.amount_cents,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(true)
+}
+
+/// Books a failed refund: FAILED, and its amount free on the order again.
+#[tracing::instrument(name = "db.refunds.book_failure", skip(tx))]
+pub async fn book_failure(
+    tx: &mut PgConnection,
+    refund: &RefundRow,
+    platform_refund_id: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE refunds SET status = 'FAILED', settled_at = now(),
+                            platform_refund_id = coalesce(platform_refund_id, $2)
+         WHERE refund_no = $1 AND status = 'PENDING'",
+        refund.refund_no,
+        platform_refund_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE orders SET refund_reserved_cents = refund_reserved_cents - $2, updated_at = now()
+         WHERE order_no = $1",
+        refund.order_no,
+        refund.amount_cents,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! Refunds, exactly once.
+//!
+//! ```text
+//! POST .../orders/{order_no}/refunds  (merchant or operator, Idempotency-Key)
+//!   BEGIN; advisory lock on the key; replay?                 -- idempotency.rs
+//!   SELECT order FOR UPDATE: PAID?                          -- else 409 ORDER_NOT_REFUNDABLE
+//!   reserved + amount <= charge?                            -- else 422 REFUND_EXCEEDS_CHARGE
+//!   INSERT refunds (PENDING); reserved += amount; store the answer; COMMIT
+//! hand over (after commit; again by the dispatcher until accepted), the refund
+//!   number as the platform's Idempotency-Key
+//! refund.succeeded / refund.failed callback (charge::apply_callback routes it here)
+//!   one transaction: lock order + account, lock the refund, claim the callback id,
+//!   SUCCEEDED: REFUND ledger row (one per refund number), refunded += amount
+//!              (REFUNDED at the full charge), balance += amount
+//!   FAILED:    reserved -= amount (free for another refund)
+//! ```
+//! The order's row lock serialises every refund decision of one order, and the
+//! database's CHECKs keep `refunded <= reserved <= charge` besides.
+
+use crate::charge::{Applied, VerifiedCallback};
+use crate::db::callbacks::{self, NewCallback};
+use crate::db::deliveries::{self, Delivery};
+use crate::db::refunds::{self, NewRefund, RefundRow};
+use crate::db::{anomalies, orders};
+use crate::error::ApiError;
+use crate::faults;
+use crate::platform::Platform;
+use api_types::api::CreateRefund;
+use api_types::{AnomalyKind, CallbackOutcome, CallbackType, OrderStatus, RefundStatus};
+use serde_json::json;
+use sqlx::{PgPool, Postgres, Transaction};
+use std::time::Duration;
+
+/// Longest reason.
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// Checks a refund request's body before anything is looked up.
+pub fn validate(body: &CreateRefund) -> Result<(), ApiError> {
+    if body.amount_cents <= 0 {
+        return Err(ApiError::BadRequest(
+            "amount_cents must be a positive integer".into(),
+        ));
+    }
+    let reason = body.reason.trim();
+    let chars = reason.chars().count();
+    if chars == 0 || chars > MAX_REASON_CHARS || reason.chars().any(char::is_control) {
+        return Err(ApiError::BadRequest(format!(
+            "reason must be 1 to {MAX_REASON_CHARS} characters, none of them control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// In the caller's transaction (an idempotency key's): reserves the amount on
+/// the order and inserts the PENDING refund. `requested_by` is `merchant` or
+/// `operator`.
+pub async fn create_in_tx(
+    tx: &mut Transaction<'static, Postgres>,
+    order_no: &str,
+    body: &CreateRefund,
+    requested_by: &str,
+) -> Result<RefundRow, ApiError> {
+    let order = orders::lock_with_account(&mut **tx, order_no)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    if order.status != OrderStatus::Paid {
+        return Err(ApiError::OrderNotRefundable(format!(
+            "order {order_no} is {}: only a PAID order can be refunded",
+            order.status
+        )));
+    }
+    let charged = crate::db::ledger::charge_of(&mut **tx, order_no)
+        .await?
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("PAID order {order_no} has no CHARGE")))?;
+    if !refunds::reserve(&mut **tx, order_no, body.amount_cents).await? {
+        let free = order.amount_cents - order.refund_reserved_cents;
+        return Err(ApiError::RefundExceedsCharge(format!(
+            "order {order_no} was charged {}; refunds pending or done take {}, so at most {free} can still be refunded",
+            order.amount_cents, order.refund_reserved_cents
+        )));
+    }
+    let refund_no = refunds::new_refund_no();
+    let refund = refunds::insert(
+        &mut **tx,
+        NewRefund {
+            refund_no: &refund_no,
+            order_no,
+            amount_cents: body.amount_cents,
+            currency: order.currency,
+            reason: body.reason.trim(),
+            platform_payment_id: &charged,
+            requested_by,
+        },
+    )
+    .await?;
+    tracing::info!(%refund_no, order_no, amount_cents = body.amount_cents, requested_by, "refund requested");
+    Ok(refund)
+}
+
+/// Hands a committed refund to the platform; records its id for it once accepted.
+pub async fn dispatch(db: &PgPool, platform: &Platform, refund: &RefundRow) -> anyhow::Result<()> {
+    let accepted = platform.refund(refund).await?;
+    refunds::mark_submitted(db, &refund.refund_no, &accepted.refund_id).await?;
+    tracing::info!(refund_no = %refund.refund_no, platform_refund_id = %accepted.refund_id, "refund handed to the platform");
+    Ok(())
+}
+
+/// Forever: hands over again the refunds a crash or an outage left unsubmitted.
+pub async fn run_dispatcher(db: PgPool, platform: Platform) {
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tick.tick().await;
+        let stuck = match refunds::list_unsubmitted(&db, 5.0, 100).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                tracing::warn!(error = %err, "refund dispatcher could not list unsubmitted refunds");
+                continue;
+            }
+        };
+        for refund in stuck {
+            if let Err(err) = dispatch(&db, &platform, &refund).await {
+                tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), "refund hand-over failed; will retry");
+            }
+        }
+    }
+}
+
+/// What a refund result does to its refund, decided from the refund as locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundDecision {
+    /// Book it: ledger row, refunded total, credit.
+    Book,
+    /// Free its amount: the platform will not give it back.
+    Release,
+    /// Nothing changes; maybe flag it.
+    Ignore {
+        /// Set when the platform contradicts what it said before.
+        anomaly: Option<AnomalyKind>,
+    },
+}
+
+impl RefundDecision {
+    /// The outcome recorded for the callback and its delivery.
+    pub const fn outcome(self) -> CallbackOutcome {
+        match self {
+            Self::Book => CallbackOutcome::Refunded,
+            Self::Release => CallbackOutcome::RefundFailed,
+            Self::Ignore { anomaly: None } => CallbackOutcome::IgnoredRefundSettled,
+            Self::Ignore { anomaly: Some(_) } => CallbackOutcome::IgnoredAnomaly,
+        }
+    }
+}
+
+/// The rule, a pure function: only a PENDING refund moves; the same result
+/// again is no news; the opposite result after a final one is flagged.
+pub fn decide_refund(kind: CallbackType, status: RefundStatus) -> RefundDecision {
+    match (kind, status) {
+        (CallbackType::RefundSucceeded, RefundStatus::Pending) => RefundDecision::Book,
+        (CallbackType::RefundFailed, RefundStatus::Pending) => RefundDecision::Release,
+        (CallbackType::RefundSucceeded, RefundStatus::Succeeded)
+        | (CallbackType::RefundFailed, RefundStatus::Failed) => RefundDecision::Ignore { anomaly: None },
+        (CallbackType::RefundSucceeded, RefundStatus::Failed)
+        | (CallbackType::RefundFailed, RefundStatus::Succeeded) => RefundDecision::Ignore {
+            anomaly: Some(AnomalyKind::RefundResultConflict),
+        },
+        // Not a refund result: the payment rules in `charge::decide` handle those.
+        (CallbackType::PaymentSucceeded | CallbackType::PaymentFailed, _) => {
+            RefundDecision::Ignore { anomaly: None }
+        }
+    }
+}
+
+/// The refund branch of the callback transaction, in the caller's
+/// transaction: lock order and account, lock the refund, check it, claim the
+/// callback id, carry the decision out and log the delivery. Not committed here.
+pub(crate) async fn apply_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+) -> Result<Applied, ApiError> {
+    let data = &callback.event.data;
+    let Some(order) = orders::lock_with_account(&mut **tx, &data.order_no).await? else {
+        log_delivery(tx, callback, CallbackOutcome::OrderNotFound, 404).await?;
+        return Ok(Applied::OrderNotFound);
+    };
+    let refund_no = data.refund_no.as_deref().unwrap_or_default();
+    let Some(refund) = refunds::lock(&mut **tx, refund_no, &order.order_no).await? else {
+        // Signed by the platform, about no refund of this order: nothing to book.
+        let outcome = CallbackOutcome::IgnoredRefundSettled;
+        if !claim(tx, callback, outcome).await? {
+            return Ok(Applied::AlreadyClaimed);
+        }
+        anomalies::record(
+            &mut **tx,
+            &callback.callback_id,
+            &order.order_no,
+            AnomalyKind::RefundResultConflict,
+            json!({"refund_no": data.refund_no, "event": callback.event.kind.as_str(),
+                   "note": "a refund result naming no refund of this order: nothing was booked"}),
+        )
+        .await?;
+        log_delivery(tx, callback, outcome, 200).await?;
+        return Ok(Applied::Done(crate::charge::Decision::Ignore { anomaly: None }));
+    };
+    if refund.amount_cents != data.amount_cents || refund.currency != data.currency {
+        anomalies::record(
+            &mut **tx,
+            &callback.callback_id,
+            &order.order_no,
+            AnomalyKind::AmountMismatch,
+            json!({"refund_no": refund.refund_no, "refund_amount_cents": refund.amount_cents,
+                   "refund_currency": refund.currency, "callback_amount_cents": data.amount_cents,
+                   "callback_currency": data.currency}),
+        )
+        .await?;
+        log_delivery(tx, callback, CallbackOutcome::AmountMismatch, 422).await?;
+        return Ok(Applied::AmountMismatch(format!(
+            "refund result reports {} {}, refund {} is {} {}; nothing was booked",
+            data.amount_cents, data.currency, refund.refund_no, refund.amount_cents, refund.currency
+        )));
+    }
+    let decision = decide_refund(callback.event.kind, refund.status);
+    if !claim(tx, callback, decision.outcome()).await? {
+        return Ok(Applied::AlreadyClaimed);
+    }
+    let platform_refund_id = data.refund_id.as_deref();
+    match decision {
+        RefundDecision::Book => {
+            if !refunds::book_success(
+                tx,
+                &refund,
+                order.account_id,
+                &callback.callback_id,
+                platform_refund_id,
+            )
+            .await?
+            {
+                return Err(ApiError::internal(anyhow::anyhow!(
+                    "invariant broken under lock: refund {} already has a REFUND row",
+                    refund.refund_no
+                )));
+            }
+        }
+        RefundDecision::Release => refunds::book_failure(tx, &refund, platform_refund_id).await?,
+        RefundDecision::Ignore { anomaly } => {
+            if let Some(kind) = anomaly {
+                anomalies::record(
+                    &mut **tx,
+                    &callback.callback_id,
+                    &order.order_no,
+                    kind,
+                    json!({"refund_no": refund.refund_no, "refund_status": refund.status,
+                           "event": callback.event.kind.as_str(),
+                           "note": "the platform contradicts the refund result it gave before"}),
+                )
+                .await?;
+            }
+        }
+    }
+    log_delivery(tx, callback, decision.outcome(), 200).await?;
+    faults::crash_point("refund.in_tx");
+    tracing::info!(refund_no = %refund.refund_no, outcome = decision.outcome().as_str(), "refund result applied");
+    Ok(Applied::Done(crate::charge::Decision::Ignore { anomaly: None }))
+}
+
+async fn claim(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    outcome: CallbackOutcome,
+) -> Result<bool, ApiError> {
+    let data = &callback.event.data;
+    Ok(callbacks::insert(
+        &mut **tx,
+        NewCallback {
+            callback_id: &callback.callback_id,
+            body_sha256: &callback.body_sha256,
+            event_type: callback.event.kind,
+            order_no: &data.order_no,
+            payment_id: &data.payment_id,
+            outcome,
+        },
+    )
+    .await?)
+}
+
+async fn log_delivery(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    outcome: CallbackOutcome,
+    http_status: u16,
+) -> Result<(), ApiError> {
+    deliveries::record(
+        &mut **tx,
+        Delivery {
+            callback_id: &callback.callback_id,
+            order_no: Some(&callback.event.data.order_no),
+            event_type: Some(callback.event.kind),
+            outcome,
+            http_status,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_refund_kind() -> impl Strategy<Value = CallbackType> {
+        prop::sample::select(vec![CallbackType::RefundSucceeded, CallbackType::RefundFailed])
+    }
+
+    fn any_status() -> impl Strategy<Value = RefundStatus> {
+        prop::sample::select(RefundStatus::ALL.to_vec())
+    }
+
+    proptest! {
+        #[test]
+        fn only_a_pending_refund_is_booked_or_released(kind in any_refund_kind(), status in any_status()) {
+            let decision = decide_refund(kind, status);
+            if status != RefundStatus::Pending {
+                prop_assert!(matches!(decision, RefundDecision::Ignore { .. }));
+            }
+            if decision == RefundDecision::Book {
+                prop_assert_eq!(kind, CallbackType::RefundSucceeded);
+            }
+        }
+
+        #[test]
+        fn a_result_contradicting_a_final_one_is_flagged(kind in any_refund_kind(), status in any_status()) {
+            let contradicts = matches!(
+                (kind, status),
+                (CallbackType::RefundSucceeded, RefundStatus::Failed)
+                    | (CallbackType::RefundFailed, RefundStatus::Succeeded)
+            );
+            prop_assert_eq!(
+                contradicts,
+                matches!(decide_refund(kind, status), RefundDecision::Ignore { anomaly: Some(_) })
+            );
+        }
+    }
+}

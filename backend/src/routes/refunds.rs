@@ -1,0 +1,129 @@
+//! Refunds of a paid order, asked for by the merchant (`/api/merchant/...`,
+//! Bearer `MERCHANT_API_KEY`) or the operator (`/api/admin/...`, Bearer
+//! `ADMIN_TOKEN`), with the same `Idempotency-Key` rules as placing an order
+//! (`crate::idempotency`). The work is `crate::refunds`.
+
+use crate::db::refunds as store;
+use crate::error::ApiError;
+use crate::extract::{AppJson, AppPath};
+use crate::idempotency::{self, Begun, IdempotencyKey};
+use crate::openapi::BearerErrors;
+use crate::state::AppState;
+use api_types::api::{CreateRefund, Refund};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::json;
+
+/// `POST /api/merchant/orders/{order_no}/refunds` -> 202 the PENDING refund.
+#[utoipa::path(post, path = "/merchant/orders/{order_no}/refunds", tag = "merchant", security(("merchant_key" = [])),
+    request_body = CreateRefund,
+    params(("order_no" = String, Path, description = "The paid order"),
+        ("Idempotency-Key" = String, Header, description = "A new UUID per refund; the same one when retrying it")),
+    responses((status = 202, description = "The refund, PENDING until the platform answers (replays carry Idempotent-Replayed: true)", body = Refund),
+        (status = 404, description = "ORDER_NOT_FOUND", body = api_types::ErrorBody),
+        (status = 409, description = "ORDER_NOT_REFUNDABLE or IDEMPOTENCY_KEY_IN_USE", body = api_types::ErrorBody),
+        (status = 422, description = "REFUND_EXCEEDS_CHARGE or IDEMPOTENCY_KEY_REUSED", body = api_types::ErrorBody),
+        BearerErrors))]
+pub async fn merchant_create(
+    State(state): State<AppState>,
+    AppPath(order_no): AppPath<String>,
+    key: IdempotencyKey,
+    AppJson(body): AppJson<CreateRefund>,
+) -> Result<Response, ApiError> {
+    create(&state, "merchant", &order_no, &key, &body).await
+}
+
+/// `GET /api/merchant/orders/{order_no}/refunds` -> the order's refunds, oldest first.
+#[utoipa::path(get, path = "/merchant/orders/{order_no}/refunds", tag = "merchant", security(("merchant_key" = [])),
+    params(("order_no" = String, Path, description = "The order")),
+    responses((status = 200, description = "Its refunds, oldest first", body = Vec<Refund>),
+        (status = 404, description = "ORDER_NOT_FOUND", body = api_types::ErrorBody),
+        BearerErrors))]
+pub async fn merchant_list(
+    State(state): State<AppState>,
+    AppPath(order_no): AppPath<String>,
+) -> Result<Json<Vec<Refund>>, ApiError> {
+    list(&state, &order_no).await
+}
+
+/// `POST /api/admin/orders/{order_no}/refunds`: the operator's refund, same rules.
+#[utoipa::path(post, path = "/admin/orders/{order_no}/refunds", tag = "admin", security(("admin_token" = [])),
+    request_body = CreateRefund,
+    params(("order_no" = String, Path, description = "The paid order"),
+        ("Idempotency-Key" = String, Header, description = "A new UUID per refund; the same one when retrying it")),
+    responses((status = 202, description = "The refund, PENDING until the platform answers (replays carry Idempotent-Replayed: true)", body = Refund),
+        (status = 404, description = "ORDER_NOT_FOUND", body = api_types::ErrorBody),
+        (status = 409, description = "ORDER_NOT_REFUNDABLE or IDEMPOTENCY_KEY_IN_USE", body = api_types::ErrorBody),
+        (status = 422, description = "REFUND_EXCEEDS_CHARGE or IDEMPOTENCY_KEY_REUSED", body = api_types::ErrorBody),
+        BearerErrors))]
+pub async fn admin_create(
+    State(state): State<AppState>,
+    AppPath(order_no): AppPath<String>,
+    key: IdempotencyKey,
+    AppJson(body): AppJson<CreateRefund>,
+) -> Result<Response, ApiError> {
+    create(&state, "operator", &order_no, &key, &body).await
+}
+
+/// `GET /api/admin/orders/{order_no}/refunds`.
+#[utoipa::path(get, path = "/admin/orders/{order_no}/refunds", tag = "admin", security(("admin_token" = [])),
+    params(("order_no" = String, Path, description = "The order")),
+    responses((status = 200, description = "Its refunds, oldest first", body = Vec<Refund>),
+        (status = 404, description = "ORDER_NOT_FOUND", body = api_types::ErrorBody),
+        BearerErrors))]
+pub async fn admin_list(
+    State(state): State<AppState>,
+    AppPath(order_no): AppPath<String>,
+) -> Result<Json<Vec<Refund>>, ApiError> {
+    list(&state, &order_no).await
+}
+
+/// One refund request on behalf of `requested_by` (also the idempotency scope).
+async fn create(
+    state: &AppState,
+    requested_by: &'static str,
+    order_no: &str,
+    key: &IdempotencyKey,
+    body: &CreateRefund,
+) -> Result<Response, ApiError> {
+    crate::refunds::validate(body)?;
+    // The order is part of what the key means: the same key on another order is a reuse.
+    let fingerprint = idempotency::fingerprint(&json!({
+        "refund_of": order_no,
+        "amount_cents": body.amount_cents,
+        "reason": body.reason.trim(),
+    }))?;
+    // Idempotency keys are per caller; a caller's refunds and orders share its key space.
+    let scope = requested_by;
+    let mut tx = match idempotency::begin(&state.db, scope, key, &fingerprint).await? {
+        Begun::Replay(answer) => return Ok(answer),
+        Begun::Fresh(tx) => tx,
+    };
+    let refund = crate::refunds::create_in_tx(&mut tx, order_no, body, requested_by).await?;
+    let answer = idempotency::finish(
+        tx,
+        scope,
+        key,
+        &fingerprint,
+        StatusCode::ACCEPTED,
+        &refund.to_dto(),
+    )
+    .await?;
+    let (db, platform) = (state.db.clone(), state.platform.clone());
+    tokio::spawn(async move {
+        if let Err(err) = crate::refunds::dispatch(&db, &platform, &refund).await {
+            tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), "refund hand-over failed; the dispatcher retries");
+        }
+    });
+    Ok(answer)
+}
+
+async fn list(state: &AppState, order_no: &str) -> Result<Json<Vec<Refund>>, ApiError> {
+    if crate::db::orders::find(&state.db, order_no).await?.is_none() {
+        return Err(ApiError::OrderNotFound);
+    }
+    let rows = store::list_for_order(&state.db, order_no).await?;
+    Ok(Json(rows.iter().map(store::RefundRow::to_dto).collect()))
+}
