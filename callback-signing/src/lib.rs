@@ -7,7 +7,7 @@
 //! and the tests sign. They all go through this crate, so they cannot drift
 //! apart: one rule for what a secret is ([`CallbackSecret::parse`]), one way to
 //! sign ([`CallbackSecret::sign`]) and to verify ([`CallbackSecret::verify`]),
-//! one way to build a callback body ([`event_body`]).
+//! one way to build a callback body ([`event_body`], [`refund_event_body`]).
 //!
 //! The HMAC itself comes from the `standardwebhooks` crate; this crate adds what
 //! it leaves out: it refuses an empty or short key (`Webhook::new("whsec_")`
@@ -303,14 +303,65 @@ pub fn event(result: &PaymentResult<'_>, at: OffsetDateTime) -> CallbackEvent {
             currency: result.currency,
             payment_id: result.payment_id.to_owned(),
             merchant_reference: result.merchant_reference.map(str::to_owned),
+            refund_no: None,
+            refund_id: None,
         },
     }
 }
 
 /// The JSON body of the callback event for `result`, stamped `at`.
 pub fn event_body(result: &PaymentResult<'_>, at: OffsetDateTime) -> Vec<u8> {
+    to_body(&event(result, at))
+}
+
+/// The refund a callback reports on, as the platform knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundResult<'a> {
+    /// `refund.succeeded` or `refund.failed`.
+    pub kind: CallbackType,
+    /// Our order number (the refunded payment's).
+    pub order_no: &'a str,
+    /// The amount given back (or not), in minor units.
+    pub amount_cents: i64,
+    /// The amount's currency.
+    pub currency: Currency,
+    /// The platform's id of the refunded payment.
+    pub payment_id: &'a str,
+    /// Our refund number (the refund's idempotency key at the platform).
+    pub refund_no: &'a str,
+    /// The platform's id for the refund.
+    pub refund_id: &'a str,
+    /// The merchant's id for the refunded payment, echoed when it gave one.
+    pub merchant_reference: Option<&'a str>,
+}
+
+/// The callback event for a refund's `result`, stamped `at`: a payment's
+/// event with the refund's amount and the two refund fields filled.
+pub fn refund_event(result: &RefundResult<'_>, at: OffsetDateTime) -> CallbackEvent {
+    let mut event = event(
+        &PaymentResult {
+            kind: result.kind,
+            order_no: result.order_no,
+            amount_cents: result.amount_cents,
+            currency: result.currency,
+            payment_id: result.payment_id,
+            merchant_reference: result.merchant_reference,
+        },
+        at,
+    );
+    event.data.refund_no = Some(result.refund_no.to_owned());
+    event.data.refund_id = Some(result.refund_id.to_owned());
+    event
+}
+
+/// The JSON body of the callback event for a refund's `result`, stamped `at`.
+pub fn refund_event_body(result: &RefundResult<'_>, at: OffsetDateTime) -> Vec<u8> {
+    to_body(&refund_event(result, at))
+}
+
+fn to_body(event: &CallbackEvent) -> Vec<u8> {
     // A struct of strings, integers and unit enums always serialises.
-    serde_json::to_vec(&event(result, at)).unwrap_or_default()
+    serde_json::to_vec(event).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -462,5 +513,45 @@ mod tests {
         assert_eq!(value["data"]["amount_cents"], 1999);
         assert_eq!(value["data"]["currency"], "EUR");
         assert_eq!(value["data"]["payment_id"], "pay_1");
+        assert!(value["data"].get("refund_no").is_none(), "{value}");
+        assert!(value["data"].get("refund_id").is_none(), "{value}");
+    }
+
+    #[test]
+    fn refund_event_body_is_the_wire_callback_event_with_the_refund_fields() {
+        let at = OffsetDateTime::from_unix_timestamp(1_796_212_800).expect("valid");
+        let body = refund_event_body(
+            &RefundResult {
+                kind: CallbackType::RefundSucceeded,
+                order_no: "ord_1",
+                amount_cents: 500,
+                currency: "EUR".parse().expect("a currency"),
+                payment_id: "pay_1",
+                refund_no: "rfn_1",
+                refund_id: "rf_1",
+                merchant_reference: Some("ref_1"),
+            },
+            at,
+        );
+
+        let event: CallbackEvent = serde_json::from_slice(&body).expect("a CallbackEvent");
+
+        assert_eq!(event.kind, CallbackType::RefundSucceeded);
+        assert_eq!(
+            event.timestamp,
+            EventTimestamp::Text("2026-12-02T12:00:00Z".into())
+        );
+        assert_eq!(
+            event.data,
+            CallbackData {
+                order_no: "ord_1".into(),
+                amount_cents: 500,
+                currency: "EUR".parse().expect("a currency"),
+                payment_id: "pay_1".into(),
+                merchant_reference: Some("ref_1".into()),
+                refund_no: Some("rfn_1".into()),
+                refund_id: Some("rf_1".into()),
+            }
+        );
     }
 }

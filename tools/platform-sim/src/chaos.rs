@@ -10,22 +10,26 @@
 //!   ([`Chaos::second_success`]), repeated deliveries after the receiver
 //!   already said yes ([`Chaos::redeliver_after_success`]), and no callback at
 //!   all, so the merchant must query ([`Chaos::drop_callbacks`]);
-//! - creation: the answer lost after the payment was accepted
+//! - creation: the answer lost after the payment or refund was accepted
 //!   ([`Chaos::lose_create_answer`]);
 //! - queries and closes: a payment that stays PROCESSING until the merchant
 //!   gives up on it ([`Chaos::hold_processing`]), a shopper who pays just as
 //!   the merchant closes ([`Chaos::succeed_on_close`]), and slow answers that
 //!   let a merchant's concurrent queries overlap ([`Chaos::query_latency`]).
 //!
-//! Every payment takes a copy of the knobs when it is created, so changing
-//! them at runtime (`POST /v1/chaos`) affects only later payments.
+//! The callback and creation knobs, [`Chaos::hold_processing`] and
+//! [`Chaos::query_latency`] apply to refunds as they do to payments (a
+//! refund's false failure is a `refund.failed`, its second success a
+//! `refund.succeeded`). Every payment and every refund takes a copy of the
+//! knobs when it is created, so changing them at runtime (`POST /v1/chaos`)
+//! affects only later ones.
 
 use crate::schedule::{ScheduleError, format_duration, parse_duration, parse_repeat};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// The misbehaviours to apply to every callback of a payment. `Chaos::default()` is a well-behaved platform.
+/// The misbehaviours to apply to every callback of a payment or refund. `Chaos::default()` is a well-behaved platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Chaos {
@@ -35,25 +39,26 @@ pub struct Chaos {
     /// (scaled by the time scale) and retried on its own.
     #[serde(with = "optional_duration_text")]
     pub second_path_delay: Option<Duration>,
-    /// For a successful payment, deliver a `payment.failed` (with its own callback id) first;
-    /// the success follows once the failure's first attempt has ended (answered or not).
+    /// For a successful payment, deliver a `payment.failed` (with its own callback id) first,
+    /// and for a successful refund a `refund.failed`; the success follows once the
+    /// failure's first attempt has ended (answered or not).
     pub reorder: bool,
-    /// For a successful payment, deliver a second `payment.succeeded` with a new callback id
-    /// after the first success's delivery has finished.
+    /// For a successful payment or refund, deliver a second success (`payment.succeeded`,
+    /// `refund.succeeded`) with a new callback id after the first one's delivery has finished.
     pub second_success: bool,
     /// After a 2xx, keep delivering the same callback (same id and body) this many more times.
     pub redeliver_after_success: Option<Redeliver>,
-    /// Accept a new payment but answer its first creation request with a 503,
-    /// as if the answer were lost on the way back: the merchant cannot know
-    /// whether the platform has the payment. A retry with the same
-    /// `Idempotency-Key` gets the payment as usual.
+    /// Accept a new payment or refund but answer its first creation request
+    /// with a 503, as if the answer were lost on the way back: the merchant
+    /// cannot know whether the platform has it. A retry with the same
+    /// `Idempotency-Key` gets it as usual.
     pub lose_create_answer: bool,
     /// Decide outcomes as usual but never send a callback: a platform whose
     /// notifications never arrive, so the merchant must query.
     pub drop_callbacks: bool,
-    /// Keep payments PROCESSING this long instead of the configured processing
-    /// delay (scaled by the time scale like every other wait): `"1h"` holds a
-    /// payment until the merchant closes it.
+    /// Keep payments and refunds PROCESSING this long instead of the configured
+    /// processing delay (scaled by the time scale like every other wait):
+    /// `"1h"` holds a payment until the merchant closes it.
     #[serde(with = "optional_duration_text")]
     pub hold_processing: Option<Duration>,
     /// A close that finds the payment PROCESSING decides it SUCCEEDED at that
@@ -61,9 +66,10 @@ pub struct Chaos {
     /// dropped) and is refused with 409 `PAYMENT_ALREADY_SUCCEEDED`: the
     /// shopper paid at the last second.
     pub succeed_on_close: bool,
-    /// Every query and close of the payment waits this long before it is
-    /// carried out and answered. Real time, not scaled by the time scale: it is
-    /// how long the merchant's own request takes, like the request timeout.
+    /// Every query and close of the payment, and every query of the refund,
+    /// waits this long before it is carried out and answered. Real time, not
+    /// scaled by the time scale: it is how long the merchant's own request
+    /// takes, like the request timeout.
     #[serde(with = "optional_duration_text")]
     pub query_latency: Option<Duration>,
 }

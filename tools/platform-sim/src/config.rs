@@ -21,13 +21,13 @@ pub struct SimConfig {
     /// timeout nor the query latency, which time the merchant's own requests):
     /// 0.001 runs a day of retries in under a minute and a half. Finite and not negative.
     pub time_scale: f64,
-    /// How long a payment stays `PROCESSING` before its outcome is decided and its callback sent.
+    /// How long a payment or refund stays `PROCESSING` before its outcome is decided and its callback sent.
     pub processing_delay: Duration,
     /// How long one delivery attempt may take before it counts as failed and is retried.
     pub request_timeout: Duration,
-    /// Which payments fail.
+    /// Which payments and refunds fail.
     pub outcome: OutcomeRule,
-    /// The misbehaviours applied to payments created from now on (changeable at runtime).
+    /// The misbehaviours applied to payments and refunds created from now on (changeable at runtime).
     pub chaos: Chaos,
 }
 
@@ -88,7 +88,7 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_TIME_SCALE", default_value_t = 1.0)]
     pub time_scale: f64,
 
-    /// How long a payment is PROCESSING before its callback is sent (e.g. 500ms, 2s).
+    /// How long a payment or refund is PROCESSING before its callback is sent (e.g. 500ms, 2s).
     #[arg(long, env = "SIM_PROCESSING_DELAY", default_value = "500ms", value_parser = parse_duration)]
     pub processing_delay: Duration,
 
@@ -96,12 +96,12 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// Payments whose amount in minor units ends in these two digits fail.
+    /// Payments and refunds whose amount in minor units ends in these two digits fail.
     #[arg(long, env = "SIM_FAIL_CENTS_SUFFIX", default_value_t = 13,
           value_parser = clap::value_parser!(u8).range(0..=99))]
     pub fail_cents_suffix: u8,
 
-    /// Every payment fails.
+    /// Every payment and refund fails.
     #[arg(long, env = "SIM_ALWAYS_FAIL", value_parser = BoolishValueParser::new())]
     pub always_fail: bool,
 
@@ -114,11 +114,11 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_SECOND_PATH_DELAY", value_parser = parse_duration)]
     pub second_path_delay: Option<Duration>,
 
-    /// Chaos: before a success, send a payment.failed with its own callback id.
+    /// Chaos: before a success, send a failure (payment.failed, refund.failed) with its own callback id.
     #[arg(long, env = "SIM_REORDER", value_parser = BoolishValueParser::new())]
     pub reorder: bool,
 
-    /// Chaos: after a success, send a second payment.succeeded with a new callback id.
+    /// Chaos: after a success, send a second success with a new callback id.
     #[arg(long, env = "SIM_SECOND_SUCCESS", value_parser = BoolishValueParser::new())]
     pub second_success: bool,
 
@@ -126,7 +126,7 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_REDELIVER_AFTER_SUCCESS")]
     pub redeliver_after_success: Option<Redeliver>,
 
-    /// Chaos: accept each new payment but answer its first creation request with 503 (the answer "lost").
+    /// Chaos: accept each new payment or refund but answer its first creation request with 503 (the answer "lost").
     #[arg(long, env = "SIM_LOSE_CREATE_ANSWER", value_parser = BoolishValueParser::new())]
     pub lose_create_answer: bool,
 
@@ -134,7 +134,7 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_DROP_CALLBACKS", value_parser = BoolishValueParser::new())]
     pub drop_callbacks: bool,
 
-    /// Chaos: keep payments PROCESSING this long instead of the processing delay
+    /// Chaos: keep payments and refunds PROCESSING this long instead of the processing delay
     /// (scaled by the time scale; e.g. 1h: until the merchant closes them).
     #[arg(long, env = "SIM_HOLD_PROCESSING", value_parser = parse_duration)]
     pub hold_processing: Option<Duration>,

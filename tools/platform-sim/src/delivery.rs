@@ -4,14 +4,17 @@
 //! Delivery is at least once: an attempt counts as delivered only when it is
 //! answered 2xx; any other status, a timeout or a connection error is retried
 //! after the next wait of the schedule, until the schedule runs out.
+//!
+//! Payments and refunds go through the same sender: each is a `Subject`
+//! that gives its body, its `notify_url` and the knobs it copied.
 
 use crate::chaos::{Chaos, Redeliver};
 use crate::config::{ConfigError, SimConfig};
 use crate::lock;
-use crate::payment::{CallbackRecord, StoredPayment};
+use crate::payment::CallbackRecord;
 use crate::schedule::scale;
 use api_types::api::CallbackType;
-use callback_signing::{CallbackSecret, PaymentResult};
+use callback_signing::CallbackSecret;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,14 +49,40 @@ impl AttemptOutcome {
     }
 }
 
+/// What a callback reports on: a payment, or a refund of one.
+pub(crate) trait Subject {
+    /// The payment reported on (for a refund, the refunded payment).
+    fn payment_id(&self) -> &str;
+    /// The refund reported on; None for a payment's callbacks.
+    fn refund_id(&self) -> Option<&str>;
+    /// Where its callbacks are posted.
+    fn notify_url(&self) -> &str;
+    /// The chaos knobs it copied when it was created.
+    fn chaos(&self) -> &Chaos;
+    /// The JSON body of a `kind` callback about it, stamped `at`.
+    fn body(&self, kind: CallbackType, at: OffsetDateTime) -> Vec<u8>;
+}
+
+/// The false failure chaos `reorder` sends before a success of this kind;
+/// None for a failure, which nothing precedes.
+fn false_failure_before(kind: CallbackType) -> Option<CallbackType> {
+    match kind {
+        CallbackType::PaymentSucceeded => Some(CallbackType::PaymentFailed),
+        CallbackType::RefundSucceeded => Some(CallbackType::RefundFailed),
+        CallbackType::PaymentFailed | CallbackType::RefundFailed => None,
+    }
+}
+
 /// One HTTP request that carried a callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryAttempt {
     /// The callback's id (`webhook-id`).
     pub callback_id: String,
-    /// The payment it reports on.
+    /// The payment it reports on (for a refund's callback, the refunded payment).
     pub payment_id: String,
-    /// `payment.succeeded` or `payment.failed`.
+    /// The refund it reports on; None for a payment's callback.
+    pub refund_id: Option<String>,
+    /// `payment.*` or `refund.*`.
     pub kind: CallbackType,
     /// Which path carried it: `0..concurrent_copies` are the simultaneous copies,
     /// `concurrent_copies` is the delayed second path.
@@ -75,8 +104,9 @@ pub struct DeliveryLog {
 #[derive(Debug, Default)]
 struct LogBook {
     callbacks: HashMap<String, CallbackRecord>,
-    /// Payment id -> its callback ids in creation order.
-    by_payment: HashMap<String, Vec<String>>,
+    /// Payment or refund id -> its callback ids in creation order. A payment's
+    /// list holds its own callbacks, not its refunds'.
+    by_subject: HashMap<String, Vec<String>>,
     attempts: VecDeque<DeliveryAttempt>,
 }
 
@@ -86,11 +116,12 @@ impl DeliveryLog {
         lock(&self.inner).attempts.iter().cloned().collect()
     }
 
-    /// The callbacks about a payment, in creation order, with their delivery summary.
-    pub fn callbacks(&self, payment_id: &str) -> Vec<CallbackRecord> {
+    /// The callbacks about a payment (not its refunds) or about a refund, by
+    /// its id, in creation order, with their delivery summary.
+    pub fn callbacks(&self, id: &str) -> Vec<CallbackRecord> {
         let book = lock(&self.inner);
-        book.by_payment
-            .get(payment_id)
+        book.by_subject
+            .get(id)
             .into_iter()
             .flatten()
             .filter_map(|id| book.callbacks.get(id).cloned())
@@ -109,8 +140,8 @@ impl DeliveryLog {
                 last_status: None,
             },
         );
-        book.by_payment
-            .entry(callback.payment_id.clone())
+        book.by_subject
+            .entry(callback.subject_id().to_owned())
             .or_default()
             .push(callback.id.clone());
     }
@@ -137,8 +168,16 @@ struct Callback {
     id: String,
     kind: CallbackType,
     payment_id: String,
+    refund_id: Option<String>,
     notify_url: String,
     body: Vec<u8>,
+}
+
+impl Callback {
+    /// The id it is filed under in the log: the refund's, else the payment's.
+    fn subject_id(&self) -> &str {
+        self.refund_id.as_deref().unwrap_or(&self.payment_id)
+    }
 }
 
 /// Sends callbacks for one simulator.
@@ -167,12 +206,17 @@ impl Deliverer {
         })
     }
 
-    /// Delivers every callback a decided payment produces, in the order the chaos knobs ask:
-    /// the false failure first (reorder), then the real result, then a second success.
-    pub async fn deliver_result(&self, payment: &StoredPayment, kind: CallbackType, chaos: &Chaos) {
-        let succeeded = kind == CallbackType::PaymentSucceeded;
-        let false_failure = (succeeded && chaos.reorder)
-            .then(|| self.new_callback(CallbackType::PaymentFailed, payment));
+    /// Delivers every callback a decided payment or refund produces, under the knobs it
+    /// copied, in the order they ask: the false failure first (reorder), then the real
+    /// result, then a second success.
+    pub async fn deliver_result(&self, subject: &impl Subject, kind: CallbackType) {
+        let chaos = subject.chaos();
+        // Only a success has a false failure that can precede it.
+        let failure_kind = false_failure_before(kind);
+        let succeeded = failure_kind.is_some();
+        let false_failure = failure_kind
+            .filter(|_| chaos.reorder)
+            .map(|failure| self.new_callback(failure, subject));
         let (answered, failure_answered) = oneshot::channel();
 
         // The false failure keeps retrying on its own; the real result waits only until the
@@ -188,35 +232,25 @@ impl Deliverer {
                 // An error only means the failure's path ended before signalling: go on anyway.
                 let _ = failure_answered.await;
             }
-            self.deliver(&self.new_callback(kind, payment), chaos, None)
+            self.deliver(&self.new_callback(kind, subject), chaos, None)
                 .await;
             if succeeded && chaos.second_success {
-                self.deliver(&self.new_callback(kind, payment), chaos, None)
+                self.deliver(&self.new_callback(kind, subject), chaos, None)
                     .await;
             }
         };
         tokio::join!(failure_delivery, result_delivery);
     }
 
-    /// A new callback about `payment`, registered in the log so it shows before its first attempt.
-    fn new_callback(&self, kind: CallbackType, payment: &StoredPayment) -> Callback {
-        let body = callback_signing::event_body(
-            &PaymentResult {
-                kind,
-                order_no: &payment.request.order_no,
-                amount_cents: payment.request.amount_cents,
-                currency: payment.request.currency,
-                payment_id: &payment.payment_id,
-                merchant_reference: payment.request.merchant_reference.as_deref(),
-            },
-            OffsetDateTime::now_utc(),
-        );
+    /// A new callback about `subject`, registered in the log so it shows before its first attempt.
+    fn new_callback(&self, kind: CallbackType, subject: &impl Subject) -> Callback {
         let callback = Callback {
             id: format!("evt_{}", Uuid::new_v4().simple()),
             kind,
-            payment_id: payment.payment_id.clone(),
-            notify_url: payment.request.notify_url.clone(),
-            body,
+            payment_id: subject.payment_id().to_owned(),
+            refund_id: subject.refund_id().map(str::to_owned),
+            notify_url: subject.notify_url().to_owned(),
+            body: subject.body(kind, OffsetDateTime::now_utc()),
         };
         self.log.register(&callback);
         callback
@@ -295,6 +329,7 @@ impl Deliverer {
             tracing::info!(
                 callback_id = %callback.id,
                 payment_id = %callback.payment_id,
+                refund_id = callback.refund_id.as_deref(),
                 kind = callback.kind.as_str(),
                 path,
                 attempt,
@@ -330,6 +365,7 @@ impl Deliverer {
         self.log.record(DeliveryAttempt {
             callback_id: callback.id.clone(),
             payment_id: callback.payment_id.clone(),
+            refund_id: callback.refund_id.clone(),
             kind: callback.kind,
             path,
             attempt,
@@ -348,16 +384,17 @@ fn log_attempt(
 ) {
     let id = &callback.id;
     let payment_id = &callback.payment_id;
+    let refund_id = callback.refund_id.as_deref();
     let kind = callback.kind.as_str();
     let status = outcome.status();
     let error = outcome_error(outcome);
     if outcome.is_success() {
-        tracing::info!(callback_id = %id, %payment_id, kind, path, attempt, status, "callback delivered");
+        tracing::info!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, "callback delivered");
     } else if let Some(wait) = next_wait {
-        tracing::warn!(callback_id = %id, %payment_id, kind, path, attempt, status, error,
+        tracing::warn!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, error,
             next_retry_in = ?wait, "callback not acknowledged; will retry");
     } else {
-        tracing::error!(callback_id = %id, %payment_id, kind, path, attempt, status, error,
+        tracing::error!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, error,
             "callback not acknowledged and the schedule is exhausted; giving up");
     }
 }

@@ -12,6 +12,12 @@
 //! and the payment's decision never both win, so after a successful close no
 //! callback is ever sent.
 //!
+//! A SUCCEEDED payment can be refunded, in parts, up to its amount
+//! (`POST /v1/refunds`, idempotent by the merchant's refund number as
+//! `Idempotency-Key`). A refund is decided by the same rule on its amount
+//! and reported by a signed `refund.succeeded` or `refund.failed` callback,
+//! delivered like a payment's: same schedule, same chaos knobs.
+//!
 //! Routes ([`Simulator::router`]); every error is `{"error":{"code","message"}}`:
 //!
 //! - `POST /v1/payments` with `Idempotency-Key`: 201 [`PaymentCreated`]; the
@@ -26,19 +32,35 @@
 //!   `POST /v1/payments/by-reference/{merchant_reference}/close` (no body):
 //!   200 [`Payment`], CLOSED (again on a repeat) or FAILED as it was; 409
 //!   `PAYMENT_ALREADY_SUCCEEDED` when it was paid; 404 `PAYMENT_NOT_FOUND`.
+//! - `POST /v1/refunds` with `Idempotency-Key` and a [`CreateRefund`]: 201
+//!   [`RefundState`] (PROCESSING); the same key and body again, 200 with
+//!   `Idempotent-Replayed: true` and the same refund; the same key with
+//!   another body, 422 `IDEMPOTENCY_KEY_REUSED` (refund keys are a namespace
+//!   of their own, apart from payments'); a new key with a `refund_no`
+//!   another refund has, 422 `REFUND_NO_REUSED`. Refused, with nothing stored:
+//!   a payment that is not there, 404 `PAYMENT_NOT_FOUND`; one that is not
+//!   SUCCEEDED, 409 `PAYMENT_NOT_REFUNDABLE`; another currency than the
+//!   payment's or an amount not above 0, 400 `BAD_REQUEST`; more than the
+//!   payment took, counting its PROCESSING and SUCCEEDED refunds, 422
+//!   `REFUND_EXCEEDS_PAYMENT`.
+//! - `GET /v1/refunds/{refund_id}` and `GET /v1/refunds/by-reference/{refund_no}`:
+//!   200 [`Refund`] (which reads as [`RefundState`]), or 404 `REFUND_NOT_FOUND`.
 //! - `GET /v1/chaos`, `POST /v1/chaos`: read or replace the [`Chaos`] knobs.
 //! - `GET /healthz`: `ok`.
 //!
 //! Run it as its own process (the `platform-sim` binary) or in-process: build
 //! a [`Simulator`], serve its [`Simulator::router`], or call its methods
 //! directly ([`Simulator::create_payment`], [`Simulator::query_by_reference`],
-//! [`Simulator::close_by_reference`], ...). Deliveries run on tokio tasks the
+//! [`Simulator::close_by_reference`], [`Simulator::create_refund`],
+//! [`Simulator::refund_by_reference`], ...). Deliveries run on tokio tasks the
 //! simulator spawns.
 //!
 //! Where things are: [`schedule`] (retry waits), [`outcome`] (which payments
-//! fail), [`chaos`] (the misbehaviours), [`delivery`] (the retrying sender and
-//! its log), [`payment`] (the API's bodies and the idempotency record),
-//! [`api`] (routes), [`config`] (settings and flags), [`error`] (error answers).
+//! and refunds fail), [`chaos`] (the misbehaviours), [`delivery`] (the
+//! retrying sender and its log), [`payment`] (the API's bodies, the
+//! idempotency record, the one book), [`refund`] (refunds and what a payment
+//! may still give back), [`api`] (routes), [`config`] (settings and flags),
+//! [`error`] (error answers).
 
 #![warn(missing_docs)]
 
@@ -49,6 +71,7 @@ pub mod delivery;
 pub mod error;
 pub mod outcome;
 pub mod payment;
+pub mod refund;
 pub mod schedule;
 
 pub use callback_signing::CallbackSecret;
@@ -56,13 +79,15 @@ pub use chaos::{Chaos, Redeliver};
 pub use config::{ConfigError, SimArgs, SimConfig};
 pub use delivery::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use error::SimError;
-pub use outcome::OutcomeRule;
+pub use outcome::{Outcome, OutcomeRule};
 pub use payment::{CallbackRecord, CreatePayment, Payment, PaymentCreated, PaymentStatus};
+pub use refund::{CreateRefund, Refund, RefundState, RefundStatus};
 pub use schedule::Schedule;
 
 use api_types::api::CallbackType;
-use delivery::Deliverer;
+use delivery::{Deliverer, Subject};
 use payment::{Closing, Created, Lookup, PaymentBook, RequestKind, StoredPayment};
+use refund::StoredRefund;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// A running sandbox platform. Cheap to clone: clones share payments, knobs and deliveries.
@@ -73,7 +98,7 @@ pub struct Simulator {
 
 struct Inner {
     config: SimConfig,
-    /// The knobs for payments created from now on; each payment copies them.
+    /// The knobs for payments and refunds created from now on; each copies them.
     chaos: Mutex<Chaos>,
     book: Mutex<PaymentBook>,
     deliverer: Deliverer,
@@ -118,7 +143,7 @@ impl Simulator {
         })
     }
 
-    /// The HTTP API (`/v1/payments...`, `/v1/chaos`, `/healthz`; see the crate docs), ready to serve.
+    /// The HTTP API (`/v1/payments...`, `/v1/refunds...`, `/v1/chaos`, `/healthz`; see the crate docs), ready to serve.
     pub fn router(&self) -> axum::Router {
         api::router(self.clone())
     }
@@ -200,17 +225,71 @@ impl Simulator {
             .await
     }
 
+    /// Takes a refund, as `POST /v1/refunds` does, without HTTP.
+    ///
+    /// Returns the refund and whether it was replayed: the same key with the
+    /// same request returns the existing refund and starts nothing; the same
+    /// key with another request is [`SimError::IdempotencyKeyReused`]. A new
+    /// refund is refused, with nothing stored, as the crate docs list
+    /// ([`SimError::PaymentNotFound`], [`SimError::PaymentNotRefundable`],
+    /// [`SimError::BadRequest`], [`SimError::RefundExceedsPayment`],
+    /// [`SimError::RefundNoReused`]). A new refund copies the current chaos
+    /// knobs; its processing and callback delivery run on a spawned tokio task.
+    pub async fn create_refund(
+        &self,
+        idempotency_key: &str,
+        request: CreateRefund,
+    ) -> Result<(Refund, bool), SimError> {
+        let chaos = self.chaos();
+        let created = lock(&self.inner.book).create_refund(idempotency_key, request, chaos)?;
+        match created {
+            Created::Replayed(stored) => Ok((self.refund_view(&stored), true)),
+            Created::New(stored) => {
+                tracing::info!(
+                    refund_id = %stored.refund_id,
+                    payment_id = %stored.request.payment_id,
+                    refund_no = %stored.request.refund_no,
+                    amount_cents = stored.request.amount_cents,
+                    "refund accepted"
+                );
+                tokio::spawn(self.clone().process_refund(stored.clone()));
+                Ok((self.refund_view(&stored), false))
+            }
+        }
+    }
+
+    /// A refund with its callbacks and counter, for a look from the side: unlike
+    /// [`Simulator::refund_by_id`] it counts nothing and never waits.
+    pub fn refund(&self, refund_id: &str) -> Option<Refund> {
+        let stored = lock(&self.inner.book).refunds.get(refund_id).cloned()?;
+        Some(self.refund_view(&stored))
+    }
+
+    /// A merchant's query of a refund by the platform's id, as `GET
+    /// /v1/refunds/{refund_id}`: counted in [`Refund::queries`], answered after
+    /// the refund's [`Chaos::query_latency`].
+    pub async fn refund_by_id(&self, refund_id: &str) -> Result<Refund, SimError> {
+        self.query_refund(Lookup::Id(refund_id)).await
+    }
+
+    /// A merchant's query of a refund by its refund number, as `GET
+    /// /v1/refunds/by-reference/{refund_no}`: counted and delayed as
+    /// [`Simulator::refund_by_id`] is.
+    pub async fn refund_by_reference(&self, refund_no: &str) -> Result<Refund, SimError> {
+        self.query_refund(Lookup::Reference(refund_no)).await
+    }
+
     /// Every callback and delivery attempt so far.
     pub fn delivery_log(&self) -> &DeliveryLog {
         &self.inner.log
     }
 
-    /// The chaos knobs new payments will copy.
+    /// The chaos knobs new payments and refunds will copy.
     pub fn chaos(&self) -> Chaos {
         lock(&self.inner.chaos).clone()
     }
 
-    /// Replaces the chaos knobs; payments already created keep the ones they copied.
+    /// Replaces the chaos knobs; payments and refunds already created keep the ones they copied.
     pub fn set_chaos(&self, chaos: Chaos) {
         tracing::info!(?chaos, "chaos knobs changed");
         *lock(&self.inner.chaos) = chaos;
@@ -273,20 +352,38 @@ impl Simulator {
         }
     }
 
+    /// A merchant's query of a refund: counted on entry, delayed by the
+    /// refund's query latency, then answered with the refund as it is then.
+    async fn query_refund(&self, lookup: Lookup<'_>) -> Result<Refund, SimError> {
+        let stored = lock(&self.inner.book).refunds.query(lookup)?;
+        if let Some(latency) = stored.chaos.query_latency {
+            tokio::time::sleep(latency).await;
+        }
+        self.refund(&stored.refund_id)
+            .ok_or(SimError::RefundNotFound(stored.refund_id))
+    }
+
+    /// Waits out the processing delay, or the `hold_processing` the payment or refund copied.
+    async fn wait_processing(&self, chaos: &Chaos) {
+        let config = &self.inner.config;
+        let delay = chaos.hold_processing.unwrap_or(config.processing_delay);
+        tokio::time::sleep(schedule::scale(delay, config.time_scale)).await;
+    }
+
     /// Waits out the processing delay (or the payment's `hold_processing`),
     /// decides the outcome unless the payment was closed meanwhile, and delivers
     /// the callbacks.
     async fn process(self, payment: StoredPayment) {
-        let config = &self.inner.config;
-        let delay = payment
-            .chaos
-            .hold_processing
-            .unwrap_or(config.processing_delay);
-        tokio::time::sleep(schedule::scale(delay, config.time_scale)).await;
-        let kind = config.outcome.decide(payment.request.amount_cents);
+        self.wait_processing(&payment.chaos).await;
+        let outcome = self
+            .inner
+            .config
+            .outcome
+            .decide(payment.request.amount_cents);
+        let (status, kind) = payment::decided(outcome);
         // Decided under the book's lock only if still PROCESSING: a close that got
         // there first wins, and then no callback may ever go out.
-        let decided = lock(&self.inner.book).decide(&payment.payment_id, payment::status_of(kind));
+        let decided = lock(&self.inner.book).decide(&payment.payment_id, status);
         if !decided {
             tracing::info!(payment_id = %payment.payment_id, "payment closed before its outcome; no callback");
             return;
@@ -295,20 +392,45 @@ impl Simulator {
         self.send_result(payment, kind).await;
     }
 
-    /// Delivers the callbacks of a decided payment, unless its knobs drop them.
-    async fn send_result(self, payment: StoredPayment, kind: CallbackType) {
-        if payment.chaos.drop_callbacks {
-            tracing::info!(payment_id = %payment.payment_id, outcome = kind.as_str(), "chaos: callback dropped");
+    /// Waits out the processing delay (or the refund's `hold_processing`),
+    /// decides the refund by the outcome rule on its amount, settles its share
+    /// of the payment, and delivers the callbacks.
+    async fn process_refund(self, refund: StoredRefund) {
+        self.wait_processing(&refund.chaos).await;
+        let outcome = self
+            .inner
+            .config
+            .outcome
+            .decide(refund.request.amount_cents);
+        let (status, kind) = refund::decided(outcome);
+        let Some(refund) = lock(&self.inner.book).decide_refund(&refund.refund_id, status) else {
+            return;
+        };
+        tracing::info!(refund_id = %refund.refund_id, payment_id = %refund.request.payment_id,
+            outcome = kind.as_str(), "refund decided");
+        self.send_result(refund, kind).await;
+    }
+
+    /// Delivers the callbacks of a decided payment or refund, unless its knobs drop them.
+    async fn send_result(self, subject: impl Subject + Send + Sync + 'static, kind: CallbackType) {
+        if subject.chaos().drop_callbacks {
+            tracing::info!(
+                payment_id = subject.payment_id(),
+                refund_id = subject.refund_id(),
+                outcome = kind.as_str(),
+                "chaos: callback dropped"
+            );
             return;
         }
-        self.inner
-            .deliverer
-            .deliver_result(&payment, kind, &payment.chaos)
-            .await;
+        self.inner.deliverer.deliver_result(&subject, kind).await;
     }
 
     fn view(&self, stored: &StoredPayment) -> Payment {
         stored.view(self.inner.log.callbacks(&stored.payment_id))
+    }
+
+    fn refund_view(&self, stored: &StoredRefund) -> Refund {
+        stored.view(self.inner.log.callbacks(&stored.refund_id))
     }
 }
 

@@ -1,14 +1,22 @@
-//! Which payments succeed: a rule on the amount, so a test or a demo picks the
-//! outcome by picking the price, with no extra field in the payment request.
+//! Which payments and refunds succeed: a rule on the amount, so a test or a
+//! demo picks the outcome by picking the price, with no extra field in the
+//! request.
 
-use api_types::api::CallbackType;
+/// How a payment or a refund ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The money moves (taken, or given back).
+    Succeeded,
+    /// The money does not move.
+    Failed,
+}
 
-/// Decides whether a payment succeeds.
+/// Decides whether a payment or a refund succeeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutcomeRule {
     /// Fails when the last two digits of the amount in minor units equal this (0..=99).
     FailCentsSuffix(u8),
-    /// Every payment fails.
+    /// Every payment and refund fails.
     AlwaysFail,
 }
 
@@ -20,16 +28,16 @@ impl Default for OutcomeRule {
 }
 
 impl OutcomeRule {
-    /// The result callback a payment of `amount_cents` ends with.
-    pub fn decide(&self, amount_cents: i64) -> CallbackType {
+    /// How a payment or refund of `amount_cents` ends.
+    pub fn decide(&self, amount_cents: i64) -> Outcome {
         let fails = match self {
             Self::FailCentsSuffix(suffix) => amount_cents.rem_euclid(100) == i64::from(*suffix),
             Self::AlwaysFail => true,
         };
         if fails {
-            CallbackType::PaymentFailed
+            Outcome::Failed
         } else {
-            CallbackType::PaymentSucceeded
+            Outcome::Succeeded
         }
     }
 }
@@ -41,27 +49,24 @@ mod tests {
     #[test]
     fn by_default_amounts_ending_in_13_fail() {
         let rule = OutcomeRule::default();
-        assert_eq!(rule.decide(1013), CallbackType::PaymentFailed);
-        assert_eq!(rule.decide(13), CallbackType::PaymentFailed);
-        assert_eq!(rule.decide(1000), CallbackType::PaymentSucceeded);
-        assert_eq!(rule.decide(1312), CallbackType::PaymentSucceeded);
-        assert_eq!(rule.decide(113_000), CallbackType::PaymentSucceeded);
+        assert_eq!(rule.decide(1013), Outcome::Failed);
+        assert_eq!(rule.decide(13), Outcome::Failed);
+        assert_eq!(rule.decide(1000), Outcome::Succeeded);
+        assert_eq!(rule.decide(1312), Outcome::Succeeded);
+        assert_eq!(rule.decide(113_000), Outcome::Succeeded);
     }
 
     #[test]
     fn the_failing_suffix_is_configurable() {
         let rule = OutcomeRule::FailCentsSuffix(0);
-        assert_eq!(rule.decide(500), CallbackType::PaymentFailed);
-        assert_eq!(rule.decide(513), CallbackType::PaymentSucceeded);
+        assert_eq!(rule.decide(500), Outcome::Failed);
+        assert_eq!(rule.decide(513), Outcome::Succeeded);
     }
 
     #[test]
     fn always_fail_fails_everything() {
         for amount in [1, 13, 100, 9999] {
-            assert_eq!(
-                OutcomeRule::AlwaysFail.decide(amount),
-                CallbackType::PaymentFailed
-            );
+            assert_eq!(OutcomeRule::AlwaysFail.decide(amount), Outcome::Failed);
         }
     }
 }

@@ -1,15 +1,20 @@
 //! Payments as the simulator's API shows them, and the book that keeps them
-//! together with the idempotency record, the merchant reference index, and the
-//! per-payment request counters.
+//! together with the idempotency record, the merchant reference index, the
+//! per-payment request counters, and the payments' refunds.
 
 use crate::chaos::Chaos;
+use crate::delivery::Subject;
 use crate::error::SimError;
+use crate::outcome::Outcome;
+use crate::refund::{CreateRefund, RefundBook, RefundStatus, RefundTotals, StoredRefund};
 use api_types::Currency;
 use api_types::api::CallbackType;
 pub use api_types::platform::CreatePayment;
+use callback_signing::PaymentResult;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// The longest idempotency key accepted (Stripe's limit; keys are meant to be UUIDs).
@@ -20,12 +25,35 @@ pub const MAX_MERCHANT_REFERENCE_LEN: usize = 255;
 
 /// 1 to `max` visible ASCII characters: what keys and references may hold, so
 /// they travel in headers and URL paths without surprises.
-fn is_visible_ascii(text: &str, max: usize) -> bool {
+pub(crate) fn is_visible_ascii(text: &str, max: usize) -> bool {
     !text.is_empty() && text.len() <= max && text.bytes().all(|byte| byte.is_ascii_graphic())
 }
 
+/// Refuses an idempotency key that could not travel in a header unchanged.
+pub(crate) fn check_idempotency_key(key: &str) -> Result<(), SimError> {
+    if is_visible_ascii(key, MAX_IDEMPOTENCY_KEY_LEN) {
+        Ok(())
+    } else {
+        Err(SimError::BadRequest(format!(
+            "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
+        )))
+    }
+}
+
+/// Refuses a `notify_url` the simulator cannot post to: it must be
+/// `http://`, since the simulator speaks no TLS.
+pub(crate) fn check_notify_url(notify_url: &str) -> Result<(), SimError> {
+    let url = reqwest::Url::parse(notify_url)
+        .map_err(|err| SimError::BadRequest(format!("notify_url is not a URL: {err}")))?;
+    if url.scheme() != "http" {
+        return Err(SimError::BadRequest(
+            "notify_url must be http:// (the simulator has no TLS)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Rejects what no real platform would accept, before anything is stored.
-/// `notify_url` must be `http://`: the simulator speaks no TLS.
 fn validate(request: &CreatePayment) -> Result<(), SimError> {
     if request.order_no.trim().is_empty() {
         return Err(SimError::BadRequest("order_no must not be empty".into()));
@@ -33,13 +61,7 @@ fn validate(request: &CreatePayment) -> Result<(), SimError> {
     if request.amount_cents <= 0 {
         return Err(SimError::BadRequest("amount_cents must be positive".into()));
     }
-    let url = reqwest::Url::parse(&request.notify_url)
-        .map_err(|err| SimError::BadRequest(format!("notify_url is not a URL: {err}")))?;
-    if url.scheme() != "http" {
-        return Err(SimError::BadRequest(
-            "notify_url must be http:// (the simulator has no TLS)".into(),
-        ));
-    }
+    check_notify_url(&request.notify_url)?;
     if let Some(reference) = &request.merchant_reference
         && !is_visible_ascii(reference, MAX_MERCHANT_REFERENCE_LEN)
     {
@@ -52,11 +74,11 @@ fn validate(request: &CreatePayment) -> Result<(), SimError> {
 
 pub use api_types::platform::PaymentStatus;
 
-/// The status a decided outcome gives a payment.
-pub fn status_of(kind: CallbackType) -> PaymentStatus {
-    match kind {
-        CallbackType::PaymentSucceeded => PaymentStatus::Succeeded,
-        CallbackType::PaymentFailed => PaymentStatus::Failed,
+/// The status a decided outcome gives a payment, and the callback that reports it.
+pub(crate) fn decided(outcome: Outcome) -> (PaymentStatus, CallbackType) {
+    match outcome {
+        Outcome::Succeeded => (PaymentStatus::Succeeded, CallbackType::PaymentSucceeded),
+        Outcome::Failed => (PaymentStatus::Failed, CallbackType::PaymentFailed),
     }
 }
 
@@ -89,7 +111,9 @@ pub struct Payment {
     pub currency: Currency,
     /// Where it stands.
     pub status: PaymentStatus,
-    /// Callbacks about this payment, in the order they were created.
+    /// What its SUCCEEDED refunds gave back, in minor units.
+    pub refunded_cents: i64,
+    /// Callbacks about this payment (not its refunds'), in the order they were created.
     pub callbacks: Vec<CallbackRecord>,
     /// Queries of this payment so far (by id or by reference), this one included.
     pub queries: u32,
@@ -116,7 +140,7 @@ impl Payment {
 pub struct CallbackRecord {
     /// `evt_<32 hex>`, sent as `webhook-id`.
     pub callback_id: String,
-    /// `payment.succeeded` or `payment.failed`.
+    /// `payment.*` for a payment's callback, `refund.*` for a refund's.
     #[serde(rename = "type")]
     pub kind: CallbackType,
     /// HTTP requests made so far, counting retries, copies and redeliveries.
@@ -128,7 +152,7 @@ pub struct CallbackRecord {
 }
 
 /// A payment as stored: the request it was made from, the knobs it copied, its
-/// status and its request counters.
+/// status, its request counters and what its refunds hold.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredPayment {
     pub payment_id: String,
@@ -137,6 +161,7 @@ pub(crate) struct StoredPayment {
     pub chaos: Chaos,
     pub status: PaymentStatus,
     pub counters: Counters,
+    pub refunds: RefundTotals,
 }
 
 /// How often a payment was queried and closed, and how many of those requests overlapped.
@@ -149,12 +174,12 @@ pub(crate) struct Counters {
     pub max_concurrent_requests: u32,
 }
 
-/// How a payment is named in a query or close.
+/// How a payment (or a refund) is named in a query or close.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Lookup<'a> {
-    /// By the platform's payment id.
+    /// By the platform's id.
     Id(&'a str),
-    /// By the merchant's reference.
+    /// By the merchant's reference (a refund's: its refund number).
     Reference(&'a str),
 }
 
@@ -190,7 +215,9 @@ pub(crate) enum Closing {
     PaidFirst(StoredPayment),
 }
 
-/// Payments by id, and idempotency keys and merchant references pointing at them.
+/// Payments by id, idempotency keys and merchant references pointing at them,
+/// and the payments' refunds: one book under one lock, so a refund's checks
+/// against its payment and its insert happen together.
 #[derive(Debug, Default)]
 pub(crate) struct PaymentBook {
     /// Idempotency key -> payment id. The request is kept in the payment to detect key reuse.
@@ -198,14 +225,16 @@ pub(crate) struct PaymentBook {
     /// Merchant reference -> payment id; one payment per reference.
     by_reference: HashMap<String, String>,
     payments: HashMap<String, StoredPayment>,
+    /// The refunds, with idempotency keys of their own.
+    pub refunds: RefundBook,
 }
 
-/// What [`PaymentBook::create`] did.
-pub(crate) enum Created {
-    /// A new payment; its delivery must be started.
-    New(StoredPayment),
-    /// The key was seen with the same request: the existing payment, nothing started.
-    Replayed(StoredPayment),
+/// What a create ([`PaymentBook::create`], [`PaymentBook::create_refund`]) did.
+pub(crate) enum Created<T> {
+    /// A new payment or refund; its processing and delivery must be started.
+    New(T),
+    /// The key was seen with the same request: the existing one, nothing started.
+    Replayed(T),
 }
 
 impl PaymentBook {
@@ -218,12 +247,8 @@ impl PaymentBook {
         key: &str,
         request: CreatePayment,
         chaos: Chaos,
-    ) -> Result<Created, SimError> {
-        if !is_visible_ascii(key, MAX_IDEMPOTENCY_KEY_LEN) {
-            return Err(SimError::BadRequest(format!(
-                "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
-            )));
-        }
+    ) -> Result<Created<StoredPayment>, SimError> {
+        check_idempotency_key(key)?;
         validate(&request)?;
         match self.by_key.entry(key.to_owned()) {
             Entry::Occupied(entry) => {
@@ -250,6 +275,7 @@ impl PaymentBook {
                     chaos,
                     status: PaymentStatus::Processing,
                     counters: Counters::default(),
+                    refunds: RefundTotals::default(),
                 };
                 entry.insert(payment.payment_id.clone());
                 if let Some(reference) = &payment.request.merchant_reference {
@@ -261,6 +287,31 @@ impl PaymentBook {
                 Ok(Created::New(payment))
             }
         }
+    }
+
+    /// Creates a refund that copies `chaos`, or returns the one this key
+    /// already created (see [`RefundBook::create`]).
+    ///
+    /// One call under one lock: concurrent refunds of one payment see each
+    /// other's share, so together they never give back more than it took.
+    pub fn create_refund(
+        &mut self,
+        key: &str,
+        request: CreateRefund,
+        chaos: Chaos,
+    ) -> Result<Created<StoredRefund>, SimError> {
+        let payment = self.payments.get_mut(&request.payment_id);
+        self.refunds.create(key, request, payment, chaos)
+    }
+
+    /// Records a refund's decided status, and what it did to its payment's
+    /// totals; returns the refund, or None when it was already decided.
+    pub fn decide_refund(&mut self, refund_id: &str, status: RefundStatus) -> Option<StoredRefund> {
+        let refund = self.refunds.decide(refund_id, status)?;
+        if let Some(payment) = self.payments.get_mut(&refund.request.payment_id) {
+            payment.refunds.settle(refund.request.amount_cents, status);
+        }
+        Some(refund)
     }
 
     /// The stored payment with this id.
@@ -356,11 +407,44 @@ impl StoredPayment {
             amount_cents: self.request.amount_cents,
             currency: self.request.currency,
             status: self.status,
+            refunded_cents: self.refunds.refunded_cents(),
             callbacks,
             queries: self.counters.queries,
             closes: self.counters.closes,
             max_concurrent_requests: self.counters.max_concurrent_requests,
         }
+    }
+}
+
+impl Subject for StoredPayment {
+    fn payment_id(&self) -> &str {
+        &self.payment_id
+    }
+
+    fn refund_id(&self) -> Option<&str> {
+        None
+    }
+
+    fn notify_url(&self) -> &str {
+        &self.request.notify_url
+    }
+
+    fn chaos(&self) -> &Chaos {
+        &self.chaos
+    }
+
+    fn body(&self, kind: CallbackType, at: OffsetDateTime) -> Vec<u8> {
+        callback_signing::event_body(
+            &PaymentResult {
+                kind,
+                order_no: &self.request.order_no,
+                amount_cents: self.request.amount_cents,
+                currency: self.request.currency,
+                payment_id: &self.payment_id,
+                merchant_reference: self.request.merchant_reference.as_deref(),
+            },
+            at,
+        )
     }
 }
 

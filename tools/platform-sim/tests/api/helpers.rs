@@ -7,7 +7,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use platform_sim::{CallbackSecret, Payment, PaymentCreated, Schedule, SimConfig, Simulator};
+use platform_sim::{
+    CallbackSecret, Payment, PaymentCreated, PaymentStatus, Refund, Schedule, SimConfig, Simulator,
+};
 use reqwest::Response;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -110,22 +112,49 @@ pub fn referenced_body(
     body
 }
 
+/// A `POST /v1/refunds` body in EUR.
+pub fn refund_body(
+    payment_id: &str,
+    refund_no: &str,
+    amount_cents: i64,
+    notify_url: &str,
+) -> Value {
+    json!({
+        "payment_id": payment_id,
+        "refund_no": refund_no,
+        "amount_cents": amount_cents,
+        "currency": "EUR",
+        "notify_url": notify_url,
+    })
+}
+
 /// A fresh merchant reference, as the checkout sends (its attempt's payment id).
 pub fn new_reference() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
 impl TestApp {
-    /// `POST /v1/payments`, with the idempotency key when given.
-    pub async fn post_payment(&self, key: Option<&str>, body: &Value) -> Response {
-        let mut request = self
-            .http
-            .post(format!("{}/v1/payments", self.address))
-            .json(body);
+    /// `POST {path}` with a JSON body, and the idempotency key when given.
+    async fn post_idempotent(&self, path: &str, key: Option<&str>, body: &Value) -> Response {
+        let mut request = self.http.post(format!("{}{path}", self.address)).json(body);
         if let Some(key) = key {
             request = request.header("Idempotency-Key", key);
         }
         request.send().await.expect("simulator answers")
+    }
+
+    /// `GET {path}`.
+    async fn get(&self, path: &str) -> Response {
+        self.http
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .expect("simulator answers")
+    }
+
+    /// `POST /v1/payments`, with the idempotency key when given.
+    pub async fn post_payment(&self, key: Option<&str>, body: &Value) -> Response {
+        self.post_idempotent("/v1/payments", key, body).await
     }
 
     /// Creates a payment that must be new, notifying `notify_url`.
@@ -159,23 +188,13 @@ impl TestApp {
 
     /// `GET /v1/payments/{payment_id}`.
     pub async fn get_payment(&self, payment_id: &str) -> Response {
-        self.http
-            .get(format!("{}/v1/payments/{payment_id}", self.address))
-            .send()
-            .await
-            .expect("simulator answers")
+        self.get(&format!("/v1/payments/{payment_id}")).await
     }
 
     /// `GET /v1/payments/by-reference/{reference}`.
     pub async fn get_by_reference(&self, reference: &str) -> Response {
-        self.http
-            .get(format!(
-                "{}/v1/payments/by-reference/{reference}",
-                self.address
-            ))
-            .send()
+        self.get(&format!("/v1/payments/by-reference/{reference}"))
             .await
-            .expect("simulator answers")
     }
 
     /// `POST /v1/payments/{payment_id}/close`.
@@ -214,6 +233,47 @@ impl TestApp {
                 return payment;
             }
             assert!(Instant::now() < deadline, "gave up waiting: {payment:#?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Creates a payment under `reference` and waits until it SUCCEEDED.
+    pub async fn paid(&self, amount_cents: i64, notify_url: &str, reference: &str) -> Payment {
+        let created = self
+            .pay_with_reference(amount_cents, notify_url, reference)
+            .await;
+        self.wait_for_payment(&created.payment_id, |p| {
+            p.status == PaymentStatus::Succeeded
+        })
+        .await
+    }
+
+    /// `POST /v1/refunds`, with the idempotency key when given.
+    pub async fn post_refund(&self, key: Option<&str>, body: &Value) -> Response {
+        self.post_idempotent("/v1/refunds", key, body).await
+    }
+
+    /// `GET /v1/refunds/{refund_id}`.
+    pub async fn get_refund(&self, refund_id: &str) -> Response {
+        self.get(&format!("/v1/refunds/{refund_id}")).await
+    }
+
+    /// `GET /v1/refunds/by-reference/{refund_no}`.
+    pub async fn get_refund_by_reference(&self, refund_no: &str) -> Response {
+        self.get(&format!("/v1/refunds/by-reference/{refund_no}"))
+            .await
+    }
+
+    /// Polls the refund (looking from the side, so no query is counted) until
+    /// `done` holds; panics with the last view otherwise.
+    pub async fn wait_for_refund(&self, refund_id: &str, done: impl Fn(&Refund) -> bool) -> Refund {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let refund = self.simulator.refund(refund_id).expect("the refund exists");
+            if done(&refund) {
+                return refund;
+            }
+            assert!(Instant::now() < deadline, "gave up waiting: {refund:#?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -6,3 +6,4 @@ mod delivery;
 mod helpers;
 mod payments;
 mod query_and_close;
+mod refunds;
