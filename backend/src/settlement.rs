@@ -6,7 +6,7 @@
 //!   every `QUERY_EVERY_SECS`; after `QUERY_RETRIES` more answers without a
 //!   result a `STUCK_PAYMENT` anomaly puts it in front of a person (the queries
 //!   go on). A SUCCEEDED or FAILED answer is applied by the callback's own
-//!   transaction body ([`charge::apply_in_tx`]) under an event id of its own
+//!   transaction body (`charge::apply_in_tx`) under an event id of its own
 //!   (`query:<payment id>:<event>`), so a query's answer and the platform's
 //!   callback for the same payment charge once, whatever their order.
 //! - **Close** ([`expire_attempts`]): an expired PENDING order with an open

@@ -231,7 +231,9 @@ impl Platform {
                     return Ok(CloseAnswer::NotFound);
                 }
                 let body: serde_json::Value = response.json().await.unwrap_or_default();
-                if status == reqwest::StatusCode::CONFLICT && body["code"] == ALREADY_PAID {
+                // The error code, in our platform's `{"error":{"code"}}` or a flat `{"code"}`.
+                let code = body["error"]["code"].as_str().or(body["code"].as_str());
+                if status == reqwest::StatusCode::CONFLICT && code == Some(ALREADY_PAID) {
                     return Ok(CloseAnswer::AlreadyPaid);
                 }
                 Err(NoAnswer(anyhow::anyhow!("close answered {status}: {body}")))

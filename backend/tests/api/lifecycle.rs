@@ -393,3 +393,49 @@ async fn three_backends_running_the_workers_never_query_or_close_one_payment_at_
         other.abort();
     }
 }
+
+#[tokio::test]
+async fn the_remote_platform_client_reads_every_answer_to_a_query_and_a_close() {
+    let secret = callback_signing::CallbackSecret::generate();
+    let (simulator, url) = crate::helpers::start_platform(
+        &secret,
+        Chaos {
+            succeed_on_close: true,
+            drop_callbacks: true,
+            ..processing_for_an_hour()
+        },
+        Duration::from_millis(50),
+    )
+    .await;
+    let platform =
+        backend::platform::Platform::remote(&url, "http://127.0.0.1:9/cb".into()).expect("client");
+    let ours = Uuid::new_v4();
+    assert_eq!(platform.query(ours).await.expect("answer"), None);
+    assert_eq!(
+        platform.close(ours).await.expect("answer"),
+        backend::platform::CloseAnswer::NotFound
+    );
+    simulator
+        .create_payment(
+            "key-1",
+            api_types::platform::CreatePayment {
+                order_no: "ord_1".into(),
+                amount_cents: 1_000,
+                currency: "EUR".parse().expect("currency"),
+                notify_url: "http://127.0.0.1:9/cb".into(),
+                merchant_reference: Some(ours.to_string()),
+            },
+        )
+        .await
+        .expect("created");
+    let processing = platform.query(ours).await.expect("answer").expect("found");
+    assert_eq!(processing.status, PaymentStatus::Processing);
+
+    // The close makes it succeed: "already paid", never a lost answer.
+    assert_eq!(
+        platform.close(ours).await.expect("answer"),
+        backend::platform::CloseAnswer::AlreadyPaid
+    );
+    let paid = platform.query(ours).await.expect("answer").expect("found");
+    assert_eq!(paid.status, PaymentStatus::Succeeded);
+}
