@@ -293,6 +293,10 @@ mod tests {
             names(LedgerKind::ALL, LedgerKind::as_str),
             sorted(database_check_list("payment_ledger", "kind"))
         );
+        assert_eq!(
+            names(RefundStatus::ALL, RefundStatus::as_str),
+            sorted(database_check_list("refunds", "status"))
+        );
         // `outcome` columns carry no CHECK: the enum is the only list.
     }
 }

@@ -23,7 +23,9 @@ pub mod status;
 mod pg_text;
 
 pub use attempt::AttemptStatus;
-pub use enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, RefundStatus, UnknownName};
+pub use enums::{
+    AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, RefundStatus, UnknownName,
+};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use money::{Currency, CurrencyError, format_minor};
 pub use status::OrderStatus;

@@ -269,6 +269,8 @@ fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallb
                 currency: state.currency,
                 payment_id: state.payment_id.clone(),
                 merchant_reference: state.merchant_reference.clone(),
+                refund_no: None,
+                refund_id: None,
             },
         },
         callback_id,

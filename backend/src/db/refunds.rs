@@ -99,7 +99,10 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewRefund<'_>) -> sqlx::Result
 
 /// An order's refunds, oldest first.
 #[tracing::instrument(name = "db.refunds.list_for_order", skip(db))]
-pub async fn list_for_order(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Vec<RefundRow>> {
+pub async fn list_for_order(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+) -> sqlx::Result<Vec<RefundRow>> {
     sqlx::query_as!(
         RefundRow,
         r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,

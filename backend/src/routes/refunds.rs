@@ -121,7 +121,10 @@ async fn create(
 }
 
 async fn list(state: &AppState, order_no: &str) -> Result<Json<Vec<Refund>>, ApiError> {
-    if crate::db::orders::find(&state.db, order_no).await?.is_none() {
+    if crate::db::orders::find(&state.db, order_no)
+        .await?
+        .is_none()
+    {
         return Err(ApiError::OrderNotFound);
     }
     let rows = store::list_for_order(&state.db, order_no).await?;

@@ -88,7 +88,12 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
     assert_eq!(first["status"], "PENDING");
     assert_eq!(first["order_no"], order.order_no.as_str());
     assert_eq!(first["amount_cents"], 1_000);
-    assert!(first["refund_no"].as_str().expect("refund_no").starts_with("rfd_"));
+    assert!(
+        first["refund_no"]
+            .as_str()
+            .expect("refund_no")
+            .starts_with("rfd_")
+    );
     wait_until_refunds_settle(&app, &order.order_no).await;
     assert_eq!(app.balance(&account).await, 8_500);
     let after_first = app.order(&order.order_no).await;
@@ -120,7 +125,11 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
         (OrderStatus::Refunded, 2_500)
     );
     assert_eq!(
-        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
+        )
+        .await,
         2
     );
     // Nothing is left to refund.
@@ -184,7 +193,9 @@ async fn a_refund_key_replays_its_answer_refuses_another_body_and_is_required() 
 async fn bad_refund_requests_are_refused_and_change_nothing() {
     let app = spawn_app().await;
     let (_, paid) = paid_order(&app, 10_000, 2_500).await;
-    let unpaid = app.create_order(&app.create_account(1_000, "EUR").await, 700).await;
+    let unpaid = app
+        .create_order(&app.create_account(1_000, "EUR").await, 700)
+        .await;
     let before = app.snapshot().await;
     let cases: Vec<(&str, Value, StatusCode, &str)> = vec![
         (
@@ -253,7 +264,8 @@ async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_cre
     let key = Uuid::new_v4().to_string();
     let body = json!({"amount_cents": 2_500, "reason": "cancelled"});
 
-    let answers = join_all((0..100).map(|_| post_refund(&app, &order.order_no, Some(&key), &body))).await;
+    let answers =
+        join_all((0..100).map(|_| post_refund(&app, &order.order_no, Some(&key), &body))).await;
 
     let mut statuses = std::collections::BTreeMap::new();
     for answer in &answers {
@@ -264,12 +276,19 @@ async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_cre
         statuses.keys().all(|s| *s == 202 || *s == 409),
         "{statuses:?}"
     );
-    assert!(statuses.get(&202).copied().unwrap_or(0) >= 1, "{statuses:?}");
+    assert!(
+        statuses.get(&202).copied().unwrap_or(0) >= 1,
+        "{statuses:?}"
+    );
     let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
     assert_eq!(refunds.len(), 1, "one refund");
     assert_eq!(app.balance(&account).await, 10_000, "credited once");
     assert_eq!(
-        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
+        )
+        .await,
         1
     );
     app.assert_invariants().await;
@@ -332,10 +351,17 @@ async fn a_refund_the_platform_refuses_frees_its_amount_for_another() {
         &json!({"amount_cents": 2_500, "reason": "all of it"}),
     )
     .await;
-    assert_eq!(full.status(), StatusCode::ACCEPTED, "the failed amount was freed");
+    assert_eq!(
+        full.status(),
+        StatusCode::ACCEPTED,
+        "the failed amount was freed"
+    );
     wait_until_refunds_settle(&app, &order.order_no).await;
     assert_eq!(app.balance(&account).await, 10_000);
-    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Refunded);
+    assert_eq!(
+        app.order(&order.order_no).await.status,
+        OrderStatus::Refunded
+    );
     app.assert_invariants().await;
 }
 
@@ -371,11 +397,19 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
 
     assert_eq!(app.balance(&account).await, 8_500, "credited once");
     assert_eq!(
-        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
+        )
+        .await,
         1
     );
     assert!(
-        count(&app, "SELECT count(*) FROM callback_deliveries WHERE event_type = 'refund.succeeded'").await
+        count(
+            &app,
+            "SELECT count(*) FROM callback_deliveries WHERE event_type = 'refund.succeeded'"
+        )
+        .await
             > 5,
         "the storm reached us"
     );

@@ -31,6 +31,7 @@ fn order(status: OrderStatus) -> Order {
         description: Some("Coffee beans, 1 kg".into()),
         pay_url: "http://127.0.0.1:3000/pay/ORD1".into(),
         payment_status: None,
+        refunded_cents: 0,
     }
 }
 
