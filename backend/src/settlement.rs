@@ -8,7 +8,10 @@
 //!   go on). A SUCCEEDED or FAILED answer is applied by the callback's own
 //!   transaction body (`charge::apply_in_tx`) under an event id of its own
 //!   (`query:<payment id>:<event>`), so a query's answer and the platform's
-//!   callback for the same payment charge once, whatever their order.
+//!   callback for the same payment charge once, whatever their order. PENDING
+//!   refunds are asked about on the same schedule ([`query_refund_one`]) and
+//!   their answers booked by the refund callback's body under
+//!   `query:<refund no>:<event>`.
 //! - **Close** ([`expire_attempts`]): an expired PENDING order with an open
 //!   attempt is queried first (paid: booked as a success); otherwise the
 //!   payment is closed at the platform. Closed (or never received) → the order
@@ -61,7 +64,7 @@ const QUERY_TICK: Duration = Duration::from_secs(1);
 /// Most orders one tick of a worker settles (the rest wait for the next tick).
 const PER_TICK: usize = 200;
 
-/// Forever: queries the platform about attempts that are due.
+/// Forever: queries the platform about attempts and refunds that are due.
 pub async fn run_queries(db: PgPool, platform: Platform, schedule: QuerySchedule) {
     let mut tick = tokio::time::interval(QUERY_TICK);
     loop {
@@ -76,6 +79,122 @@ pub async fn run_queries(db: PgPool, platform: Platform, schedule: QuerySchedule
                 }
             }
         }
+        for _ in 0..PER_TICK {
+            match query_refund_one(&db, &platform, schedule).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(err) => {
+                    tracing::warn!(error = %format!("{err:#}"), "refund query step failed; the next sweep retries");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Claims one PENDING refund due for a query, asks the platform, and books
+/// its result through the refund callback's transaction body (event id
+/// `query:<refund no>:<event>`), or reschedules it. Returns false when nothing
+/// was due.
+pub async fn query_refund_one(
+    db: &PgPool,
+    platform: &Platform,
+    schedule: QuerySchedule,
+) -> anyhow::Result<bool> {
+    let mut tx = db.begin().await?;
+    let Some(claimed) =
+        crate::db::refunds::claim_due_query(&mut tx, schedule.after.as_secs_f64()).await?
+    else {
+        return Ok(false);
+    };
+    let span = tracing::info_span!("settlement.query_refund", order_no = %claimed.order_no, refund_no = %claimed.refund_no);
+    let _enter = span.enter();
+    let answer = platform.query_refund(&claimed.refund_no).await;
+    let decided = match &answer {
+        Ok(Some(state)) if state.status != api_types::platform::RefundStatus::Processing => {
+            Some(state)
+        }
+        Ok(Some(_)) => {
+            tracing::info!("refund query: still processing");
+            None
+        }
+        Ok(None) => {
+            tracing::info!("refund query: the platform does not have the refund (yet)");
+            None
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "refund query: no usable answer; asking again later");
+            None
+        }
+    };
+    if let Some(state) = decided {
+        tracing::info!(status = ?state.status, "refund query: the platform has a result");
+        let event = refund_statement(&claimed, state);
+        charge::apply_in_tx(&mut tx, &event)
+            .await
+            .map_err(anyhow::Error::from)?;
+    }
+    let still_pending = crate::db::refunds::status(&mut *tx, &claimed.refund_no).await?
+        == Some(api_types::RefundStatus::Pending);
+    if still_pending {
+        let queries = crate::db::refunds::record_query(
+            &mut *tx,
+            &claimed.refund_no,
+            schedule.every.as_secs_f64(),
+        )
+        .await?;
+        if queries == i32::try_from(schedule.retries).unwrap_or(i32::MAX).saturating_add(1) {
+            anomalies::record(
+                &mut *tx,
+                &format!("query:{}", claimed.refund_no),
+                &claimed.order_no,
+                AnomalyKind::StuckPayment,
+                json!({
+                    "refund_no": claimed.refund_no,
+                    "queries": queries,
+                    "note": "the platform has no result for this refund after every scheduled query; \
+                             the queries go on, and a person should ask the platform",
+                }),
+            )
+            .await?;
+        }
+    }
+    faults::crash_point("query.in_tx");
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// A platform's refund answer as the refund event the callback transaction applies.
+fn refund_statement(
+    claimed: &crate::db::refunds::ClaimedRefund,
+    state: &api_types::platform::RefundState,
+) -> VerifiedCallback {
+    let kind = if state.status == api_types::platform::RefundStatus::Succeeded {
+        CallbackType::RefundSucceeded
+    } else {
+        CallbackType::RefundFailed
+    };
+    let callback_id = format!("query:{}:{}", claimed.refund_no, kind.as_str());
+    let facts = format!(
+        "{callback_id}|{}|{}|{}|{}|{}",
+        claimed.order_no, state.amount_cents, state.currency, state.payment_id, state.refund_id
+    );
+    VerifiedCallback {
+        body_sha256: hex::encode(Sha256::digest(facts.as_bytes())),
+        event: CallbackEvent {
+            kind,
+            timestamp: EventTimestamp::Unix(time::OffsetDateTime::now_utc().unix_timestamp()),
+            data: CallbackData {
+                order_no: claimed.order_no.clone(),
+                amount_cents: state.amount_cents,
+                currency: state.currency,
+                payment_id: state.payment_id.clone(),
+                merchant_reference: None,
+                refund_no: Some(state.refund_no.clone()),
+                refund_id: Some(state.refund_id.clone()),
+            },
+        },
+        callback_id,
     }
 }
 

@@ -285,3 +285,70 @@ pub async fn book_failure(
     .await?;
     Ok(())
 }
+
+/// A PENDING refund a query worker holds: its order's row is locked `FOR
+/// UPDATE` until the worker's transaction ends (the lock every refund result
+/// takes first), so nothing else books it meanwhile and a crash releases it.
+#[derive(Debug, Clone)]
+pub struct ClaimedRefund {
+    /// Our refund number.
+    pub refund_no: String,
+    /// The order refunded.
+    pub order_no: String,
+    /// Queries made so far.
+    pub queries: i32,
+}
+
+/// Claims one PENDING refund due for a query: its `next_query_at`, or
+/// `query_after_secs` after its hand-over (its creation if never accepted),
+/// has passed. Orders another transaction holds are skipped.
+#[tracing::instrument(name = "db.refunds.claim_due_query", skip(tx))]
+pub async fn claim_due_query(
+    tx: &mut PgConnection,
+    query_after_secs: f64,
+) -> sqlx::Result<Option<ClaimedRefund>> {
+    sqlx::query_as!(
+        ClaimedRefund,
+        r#"SELECT r.refund_no, r.order_no, r.queries
+           FROM refunds r JOIN orders o ON o.order_no = r.order_no
+           WHERE r.status = 'PENDING'
+             AND coalesce(r.next_query_at,
+                          coalesce(r.submitted_at, r.created_at) + make_interval(secs => $1)) <= now()
+           ORDER BY coalesce(r.next_query_at, r.created_at)
+           LIMIT 1
+           FOR UPDATE OF o SKIP LOCKED"#,
+        query_after_secs,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// Counts a refund query that brought no result and schedules the next one;
+/// returns the queries made so far.
+#[tracing::instrument(name = "db.refunds.record_query", skip(db))]
+pub async fn record_query(
+    db: impl PgExecutor<'_>,
+    refund_no: &str,
+    next_in_secs: f64,
+) -> sqlx::Result<i32> {
+    sqlx::query_scalar!(
+        "UPDATE refunds SET queries = queries + 1, next_query_at = now() + make_interval(secs => $2)
+         WHERE refund_no = $1
+         RETURNING queries",
+        refund_no,
+        next_in_secs,
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// A refund's status now (in the caller's transaction).
+#[tracing::instrument(name = "db.refunds.status", skip(db))]
+pub async fn status(db: impl PgExecutor<'_>, refund_no: &str) -> sqlx::Result<Option<RefundStatus>> {
+    sqlx::query_scalar!(
+        r#"SELECT status AS "status: RefundStatus" FROM refunds WHERE refund_no = $1"#,
+        refund_no,
+    )
+    .fetch_optional(db)
+    .await
+}

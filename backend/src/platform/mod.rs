@@ -287,6 +287,38 @@ impl Platform {
     }
 }
 
+impl Platform {
+    /// Asks the platform where the refund with our `refund_no` stands. `None`:
+    /// the platform does not have it.
+    pub async fn query_refund(
+        &self,
+        refund_no: &str,
+    ) -> Result<Option<api_types::platform::RefundState>, NoAnswer> {
+        match &self.mode {
+            Mode::Remote { http, base_url } => {
+                let response = http
+                    .get(format!("{base_url}/v1/refunds/by-reference/{refund_no}"))
+                    .send()
+                    .await
+                    .map_err(|err| NoAnswer(err.into()))?;
+                match response.status() {
+                    reqwest::StatusCode::NOT_FOUND => Ok(None),
+                    status if status.is_success() => Ok(Some(
+                        response.json().await.map_err(|err| NoAnswer(err.into()))?,
+                    )),
+                    status => Err(NoAnswer(anyhow::anyhow!("refund query answered {status}"))),
+                }
+            }
+            #[cfg(feature = "sandbox")]
+            Mode::InProcess(simulator) => match simulator.refund_by_reference(refund_no).await {
+                Ok(view) => Ok(Some(view.state)),
+                Err(platform_sim::SimError::RefundNotFound(_)) => Ok(None),
+                Err(err) => Err(NoAnswer(err.into())),
+            },
+        }
+    }
+}
+
 /// The simulator's fuller view, as any platform's query answer.
 #[cfg(feature = "sandbox")]
 fn state_of(payment: &platform_sim::Payment) -> PaymentState {

@@ -455,3 +455,78 @@ async fn the_operator_refunds_under_the_admin_token_with_the_same_rules() {
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     app.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_callback_changes_nothing() {
+    let (app, simulator) = spawn_app_paying_through(
+        Chaos {
+            drop_callbacks: true,
+            ..Chaos::default()
+        },
+        Duration::from_millis(50),
+        |c| {
+            c.query_after_secs = 1;
+            c.query_every_secs = 1;
+        },
+    )
+    .await;
+    // The payment too is settled by the query: no callback ever comes.
+    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let response = post_refund(
+        &app,
+        &order.order_no,
+        Some(&Uuid::new_v4().to_string()),
+        &json!({"amount_cents": 2_500, "reason": "all of it"}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+
+    assert_eq!(refunds[0].status, api_types::RefundStatus::Succeeded);
+    assert_eq!(app.balance(&account).await, 10_000);
+    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Refunded);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND' AND callback_id LIKE 'query:%'").await,
+        1,
+        "booked from the query's answer"
+    );
+    // The platform's callback turns up late: no news.
+    let platform_payment: String = sqlx::query_scalar(
+        "SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+    )
+    .bind(&order.order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("charge");
+    let refund_id = simulator
+        .refund_by_reference(&refunds[0].refund_no)
+        .await
+        .expect("the platform has it")
+        .state
+        .refund_id;
+    let late = json!({
+        "type": "refund.succeeded",
+        "timestamp": "2026-12-03T10:00:00Z",
+        "data": {
+            "order_no": order.order_no,
+            "amount_cents": 2_500,
+            "currency": "EUR",
+            "payment_id": platform_payment,
+            "refund_no": refunds[0].refund_no,
+            "refund_id": refund_id,
+        }
+    })
+    .to_string();
+    let answer = app
+        .post_callback(&format!("evt_{}", Uuid::new_v4().simple()), &late)
+        .await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(app.balance(&account).await, 10_000, "credited once");
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'").await,
+        1
+    );
+    assert_eq!(count(&app, "SELECT count(*) FROM anomalies").await, 0);
+    app.assert_invariants().await;
+}
