@@ -501,7 +501,8 @@ fn kind_note(kind: AnomalyKind) -> &'static str {
     }
 }
 
-async fn log_delivery(
+/// Logs one delivery of `callback` and what we answered, in the callback's transaction.
+pub(crate) async fn log_delivery(
     tx: &mut Transaction<'_, Postgres>,
     callback: &VerifiedCallback,
     outcome: CallbackOutcome,

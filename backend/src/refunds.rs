@@ -17,9 +17,8 @@
 //! The order's row lock serialises every refund decision of one order, and the
 //! database's CHECKs keep `refunded <= reserved <= charge` besides.
 
-use crate::charge::{Applied, VerifiedCallback};
+use crate::charge::{Applied, VerifiedCallback, log_delivery};
 use crate::db::callbacks::{self, NewCallback};
-use crate::db::deliveries::{self, Delivery};
 use crate::db::refunds::{self, NewRefund, RefundRow};
 use crate::db::{anomalies, orders};
 use crate::error::ApiError;
@@ -292,26 +291,6 @@ async fn claim(
         },
     )
     .await?)
-}
-
-async fn log_delivery(
-    tx: &mut Transaction<'_, Postgres>,
-    callback: &VerifiedCallback,
-    outcome: CallbackOutcome,
-    http_status: u16,
-) -> Result<(), ApiError> {
-    deliveries::record(
-        &mut **tx,
-        Delivery {
-            callback_id: &callback.callback_id,
-            order_no: Some(&callback.event.data.order_no),
-            event_type: Some(callback.event.kind),
-            outcome,
-            http_status,
-        },
-    )
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

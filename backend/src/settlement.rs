@@ -69,24 +69,28 @@ pub async fn run_queries(db: PgPool, platform: Platform, schedule: QuerySchedule
     let mut tick = tokio::time::interval(QUERY_TICK);
     loop {
         tick.tick().await;
-        for _ in 0..PER_TICK {
-            match query_one(&db, &platform, schedule).await {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(err) => {
-                    tracing::warn!(error = %format!("{err:#}"), "query worker step failed; the next sweep retries");
-                    break;
-                }
-            }
-        }
-        for _ in 0..PER_TICK {
-            match query_refund_one(&db, &platform, schedule).await {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(err) => {
-                    tracing::warn!(error = %format!("{err:#}"), "refund query step failed; the next sweep retries");
-                    break;
-                }
+        drain("query worker", || query_one(&db, &platform, schedule)).await;
+        drain("refund query", || {
+            query_refund_one(&db, &platform, schedule)
+        })
+        .await;
+    }
+}
+
+/// Runs `step` (one claimed row each) until nothing is left, at most
+/// `PER_TICK` times; a failure ends the round (the next sweep retries).
+async fn drain<F, Fut>(what: &str, mut step: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    for _ in 0..PER_TICK {
+        match step().await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(err) => {
+                tracing::warn!(error = %format!("{err:#}"), "{what} step failed; the next sweep retries");
+                break;
             }
         }
     }
@@ -143,7 +147,11 @@ pub async fn query_refund_one(
             schedule.every.as_secs_f64(),
         )
         .await?;
-        if queries == i32::try_from(schedule.retries).unwrap_or(i32::MAX).saturating_add(1) {
+        if queries
+            == i32::try_from(schedule.retries)
+                .unwrap_or(i32::MAX)
+                .saturating_add(1)
+        {
             anomalies::record(
                 &mut *tx,
                 &format!("query:{}", claimed.refund_no),

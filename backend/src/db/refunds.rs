@@ -344,7 +344,10 @@ pub async fn record_query(
 
 /// A refund's status now (in the caller's transaction).
 #[tracing::instrument(name = "db.refunds.status", skip(db))]
-pub async fn status(db: impl PgExecutor<'_>, refund_no: &str) -> sqlx::Result<Option<RefundStatus>> {
+pub async fn status(
+    db: impl PgExecutor<'_>,
+    refund_no: &str,
+) -> sqlx::Result<Option<RefundStatus>> {
     sqlx::query_scalar!(
         r#"SELECT status AS "status: RefundStatus" FROM refunds WHERE refund_no = $1"#,
         refund_no,

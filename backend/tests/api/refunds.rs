@@ -457,7 +457,8 @@ async fn the_operator_refunds_under_the_admin_token_with_the_same_rules() {
 }
 
 #[tokio::test]
-async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_callback_changes_nothing() {
+async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_callback_changes_nothing()
+ {
     let (app, simulator) = spawn_app_paying_through(
         Chaos {
             drop_callbacks: true,
@@ -485,7 +486,10 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
 
     assert_eq!(refunds[0].status, api_types::RefundStatus::Succeeded);
     assert_eq!(app.balance(&account).await, 10_000);
-    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Refunded);
+    assert_eq!(
+        app.order(&order.order_no).await.status,
+        OrderStatus::Refunded
+    );
     assert_eq!(
         count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND' AND callback_id LIKE 'query:%'").await,
         1,
@@ -524,7 +528,11 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
     assert_eq!(answer.status(), StatusCode::OK);
     assert_eq!(app.balance(&account).await, 10_000, "credited once");
     assert_eq!(
-        count(&app, "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
+        )
+        .await,
         1
     );
     assert_eq!(count(&app, "SELECT count(*) FROM anomalies").await, 0);
