@@ -19,6 +19,7 @@
 //! | `callback.in_tx` | ledger row, status change and deduction written, not committed |
 //! | `callback.after_commit` | committed, answer not sent |
 //! | `pay.after_getdel` | token consumed in Redis, no attempt row yet |
+//! | `refund.in_tx` | a refund result's REFUND row, refunded total and credit written, not committed |
 //! | `pay.after_commit` | attempt committed, answer not sent, platform not called |
 //! | `query.in_tx` | a query's answer applied (or its next query scheduled), not committed; the order's row lock held |
 //! | `expiry.in_tx` | an expired order's payment queried or closed at the platform and the result written, not committed |

@@ -353,3 +353,103 @@ async fn the_fault_injection_build_aborts_at_a_certain_crash_point() {
         "the process aborted"
     );
 }
+
+/// The merchant refunds 10 paid orders in full while the crash point inside the
+/// refund transaction (REFUND row, refunded total and credit written, not
+/// committed) aborts the backend with probability 0.3; a supervisor restarts
+/// it, the merchant retries with the same key, the platform retries its refund
+/// callbacks until acknowledged.
+#[tokio::test]
+async fn kill_9_inside_the_refund_transaction_still_credits_each_refund_once() {
+    let rig = Rig::start(RigOptions {
+        platform: Platform::outside(),
+        platform_callbacks: true,
+        env: vec![
+            (backend::env::CRASH_POINTS.into(), "refund.in_tx=0.3".into()),
+            (backend::env::CRASH_SEED.into(), "5".into()),
+        ],
+        ..RigOptions::default()
+    })
+    .await;
+    let orders = order_nos(&rig.pay(&rig.orders(10, AMOUNT).await).await);
+    assert_eq!(
+        rig.wait_until_settled(&orders, Duration::from_secs(30))
+            .await,
+        0,
+        "paid first"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let supervisor = rig.supervise(stop.clone());
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+
+    for order_no in &orders {
+        // The merchant's script: one key per refund, the same key on every retry.
+        let key = uuid::Uuid::new_v4().to_string();
+        let mut accepted = false;
+        for _ in 0..100 {
+            let answer = http
+                .post(format!(
+                    "{}/api/merchant/orders/{order_no}/refunds",
+                    rig.url()
+                ))
+                .bearer_auth(crate::rig::MERCHANT)
+                .header("idempotency-key", &key)
+                .json(&serde_json::json!({"amount_cents": AMOUNT, "reason": "returned"}))
+                .send()
+                .await;
+            if answer.is_ok_and(|a| a.status() == reqwest::StatusCode::ACCEPTED) {
+                accepted = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(accepted, "refund of {order_no} accepted");
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let pending: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM refunds WHERE status = 'PENDING'")
+                .fetch_one(&rig.db)
+                .await
+                .expect("count");
+        if pending == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{pending} refunds still PENDING"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let restarts = supervisor.await.expect("supervisor");
+
+    assert!(
+        restarts >= 1,
+        "the backend never died, so nothing was tested"
+    );
+    let (refunds, rows, refunded): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM refunds),
+                (SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'),
+                (SELECT count(*) FROM orders WHERE status = 'REFUNDED')",
+    )
+    .fetch_one(&rig.db)
+    .await
+    .expect("counts");
+    assert_eq!(
+        (refunds, rows, refunded),
+        (10, 10, 10),
+        "{restarts} restarts: one refund, one REFUND row and REFUNDED per order"
+    );
+    match backend::invariants::check(&rig.db)
+        .await
+        .expect("invariants query")
+    {
+        Ok(_) => {}
+        Err(violations) => panic!("{restarts} restarts: {violations}"),
+    }
+    let _ = ADMIN;
+}
