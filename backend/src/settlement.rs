@@ -48,6 +48,17 @@ pub struct QuerySchedule {
     pub retries: u32,
 }
 
+impl QuerySchedule {
+    /// True exactly at the query that spends the retries (the first and
+    /// `retries` more): the moment to flag `STUCK_PAYMENT`, once.
+    fn spent_at(self, queries: i32) -> bool {
+        queries
+            == i32::try_from(self.retries)
+                .unwrap_or(i32::MAX)
+                .saturating_add(1)
+    }
+}
+
 impl Default for QuerySchedule {
     /// WeChat Pay's advice and hyperswitch's payment sync: 60 s, then 5 × 300 s.
     fn default() -> Self {
@@ -147,11 +158,7 @@ pub async fn query_refund_one(
             schedule.every.as_secs_f64(),
         )
         .await?;
-        if queries
-            == i32::try_from(schedule.retries)
-                .unwrap_or(i32::MAX)
-                .saturating_add(1)
-        {
+        if schedule.spent_at(queries) {
             anomalies::record(
                 &mut *tx,
                 &format!("query:{}", claimed.refund_no),
@@ -187,23 +194,20 @@ fn refund_statement(
         "{callback_id}|{}|{}|{}|{}|{}",
         claimed.order_no, state.amount_cents, state.currency, state.payment_id, state.refund_id
     );
-    VerifiedCallback {
-        body_sha256: hex::encode(Sha256::digest(facts.as_bytes())),
-        event: CallbackEvent {
-            kind,
-            timestamp: EventTimestamp::Unix(time::OffsetDateTime::now_utc().unix_timestamp()),
-            data: CallbackData {
-                order_no: claimed.order_no.clone(),
-                amount_cents: state.amount_cents,
-                currency: state.currency,
-                payment_id: state.payment_id.clone(),
-                merchant_reference: None,
-                refund_no: Some(state.refund_no.clone()),
-                refund_id: Some(state.refund_id.clone()),
-            },
-        },
+    query_event(
         callback_id,
-    }
+        kind,
+        &facts,
+        CallbackData {
+            order_no: claimed.order_no.clone(),
+            amount_cents: state.amount_cents,
+            currency: state.currency,
+            payment_id: state.payment_id.clone(),
+            merchant_reference: None,
+            refund_no: Some(state.refund_no.clone()),
+            refund_id: Some(state.refund_id.clone()),
+        },
+    )
 }
 
 /// Claims one due attempt, asks the platform, and settles or reschedules it.
@@ -385,20 +389,37 @@ fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallb
         "{callback_id}|{}|{}|{}|{}",
         claimed.order_no, state.amount_cents, state.currency, state.payment_id
     );
+    query_event(
+        callback_id,
+        kind,
+        &facts,
+        CallbackData {
+            order_no: claimed.order_no.clone(),
+            amount_cents: state.amount_cents,
+            currency: state.currency,
+            payment_id: state.payment_id.clone(),
+            merchant_reference: state.merchant_reference.clone(),
+            refund_no: None,
+            refund_id: None,
+        },
+    )
+}
+
+/// A platform's answer to a query as a verified event: its digest comes from
+/// `facts` (stable per answer, never a clock), so the same answer booked
+/// twice is a duplicate of itself.
+fn query_event(
+    callback_id: String,
+    kind: CallbackType,
+    facts: &str,
+    data: CallbackData,
+) -> VerifiedCallback {
     VerifiedCallback {
         body_sha256: hex::encode(Sha256::digest(facts.as_bytes())),
         event: CallbackEvent {
             kind,
             timestamp: EventTimestamp::Unix(time::OffsetDateTime::now_utc().unix_timestamp()),
-            data: CallbackData {
-                order_no: claimed.order_no.clone(),
-                amount_cents: state.amount_cents,
-                currency: state.currency,
-                payment_id: state.payment_id.clone(),
-                merchant_reference: state.merchant_reference.clone(),
-                refund_no: None,
-                refund_id: None,
-            },
+            data,
         },
         callback_id,
     }
@@ -419,11 +440,7 @@ async fn no_result(
         platform_payment_id,
     )
     .await?;
-    if queries
-        == i32::try_from(schedule.retries)
-            .unwrap_or(i32::MAX)
-            .saturating_add(1)
-    {
+    if schedule.spent_at(queries) {
         anomalies::record(
             &mut **tx,
             &format!("query:{}", claimed.payment_id),
