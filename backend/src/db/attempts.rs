@@ -227,8 +227,6 @@ pub struct Claimed {
     pub platform_payment_id: Option<String>,
     /// Where the attempt stands (`CREATED`, `SUBMITTED` or `UNKNOWN`).
     pub status: AttemptStatus,
-    /// Queries made so far.
-    pub queries: i32,
     /// The order's account (its hold is released when the order closes).
     pub account_id: Uuid,
     /// The order's amount, held on the account.
@@ -247,7 +245,7 @@ pub async fn claim_due_query(
     sqlx::query_as!(
         Claimed,
         r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
-                  p.status AS "status: AttemptStatus", p.queries, o.account_id, o.amount_cents
+                  p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
            FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
            WHERE p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status = 'PENDING'
              AND coalesce(p.next_query_at,
@@ -272,7 +270,7 @@ pub async fn claim_expired(
     sqlx::query_as!(
         Claimed,
         r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
-                  p.status AS "status: AttemptStatus", p.queries, o.account_id, o.amount_cents
+                  p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
            FROM orders o JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.status = 'PENDING' AND o.expires_at <= now()
              AND p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')

@@ -295,8 +295,6 @@ pub struct ClaimedRefund {
     pub refund_no: String,
     /// The order refunded.
     pub order_no: String,
-    /// Queries made so far.
-    pub queries: i32,
 }
 
 /// Claims one PENDING refund due for a query: its `next_query_at`, or
@@ -309,7 +307,7 @@ pub async fn claim_due_query(
 ) -> sqlx::Result<Option<ClaimedRefund>> {
     sqlx::query_as!(
         ClaimedRefund,
-        r#"SELECT r.refund_no, r.order_no, r.queries
+        r#"SELECT r.refund_no, r.order_no
            FROM refunds r JOIN orders o ON o.order_no = r.order_no
            WHERE r.status = 'PENDING'
              AND coalesce(r.next_query_at,
