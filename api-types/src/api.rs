@@ -289,12 +289,23 @@ pub struct Refund {
     pub status: crate::RefundStatus,
     /// Why.
     pub reason: String,
+    /// Who asked: the merchant, an operator, or the checkout itself
+    /// (`automatic`: a payment it could not book, given back in full).
+    #[serde(default = "merchant")]
+    pub requested_by: crate::RefundRequester,
+    /// Why the platform refused it outright; null unless FAILED that way.
+    #[serde(default)]
+    pub failure_reason: Option<String>,
     /// When it was asked for.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// When the platform's answer settled it; null while PENDING.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub settled_at: Option<OffsetDateTime>,
+}
+
+const fn merchant() -> crate::RefundRequester {
+    crate::RefundRequester::Merchant
 }
 
 /// `POST /api/orders/{order_no}/request-token`: a one-time token for one "Pay now".

@@ -148,6 +148,9 @@ text_enum! {
         StuckPayment = "STUCK_PAYMENT",
         /// A refund result contradicting the one booked before, or naming no refund of the order.
         RefundResultConflict = "REFUND_RESULT_CONFLICT",
+        /// A refund the platform refused at hand-over, or an automatic refund that
+        /// failed: the money is still with the platform.
+        RefundFailed = "REFUND_FAILED",
     }
 }
 
@@ -170,6 +173,18 @@ text_enum! {
         Succeeded = "SUCCEEDED",
         /// The platform refused it; its amount is free for another refund. Final.
         Failed = "FAILED",
+    }
+}
+
+text_enum! {
+    /// Who asked for a refund (`refunds.requested_by`).
+    pub enum RefundRequester ("refund requester") {
+        /// The merchant, through `/api/merchant/`.
+        Merchant = "merchant",
+        /// An operator, through `/api/admin/`.
+        Operator = "operator",
+        /// The checkout itself: a success it could not book is given back in full.
+        Automatic = "automatic",
     }
 }
 
@@ -204,6 +219,7 @@ mod tests {
         round_trips(AnomalyKind::ALL, AnomalyKind::as_str);
         round_trips(LedgerKind::ALL, LedgerKind::as_str);
         round_trips(RefundStatus::ALL, RefundStatus::as_str);
+        round_trips(RefundRequester::ALL, RefundRequester::as_str);
         round_trips(&OrderStatus::ALL, OrderStatus::as_str);
     }
 
@@ -296,6 +312,10 @@ mod tests {
         assert_eq!(
             names(RefundStatus::ALL, RefundStatus::as_str),
             sorted(database_check_list("refunds", "status"))
+        );
+        assert_eq!(
+            names(RefundRequester::ALL, RefundRequester::as_str),
+            sorted(database_check_list("refunds", "requested_by"))
         );
         // `outcome` columns carry no CHECK: the enum is the only list.
     }

@@ -9,7 +9,7 @@
 //! such a value makes each new connection look its OID up first.
 
 use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind};
-use crate::{AttemptStatus, Currency, OrderStatus, RefundStatus};
+use crate::{AttemptStatus, Currency, OrderStatus, RefundRequester, RefundStatus};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueRef};
@@ -52,4 +52,5 @@ text_column!(
     AnomalyKind,
     LedgerKind,
     RefundStatus,
+    RefundRequester,
 );

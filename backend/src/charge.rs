@@ -123,6 +123,25 @@ impl Decision {
     }
 }
 
+impl Decision {
+    /// For a success the platform reports: the anomaly saying why it could not
+    /// be booked, when the platform holds money that never entered our books (it
+    /// is then given back in full, [`crate::refunds::start_automatic`]). `None`
+    /// when it was charged, when it is our charged payment again, and for failures.
+    pub const fn unbooked_success(self, kind: CallbackType) -> Option<AnomalyKind> {
+        match (kind, self) {
+            (
+                CallbackType::PaymentSucceeded,
+                Self::FailOrder {
+                    anomaly: Some(why), ..
+                }
+                | Self::Ignore { anomaly: Some(why) },
+            ) => Some(why),
+            _ => None,
+        }
+    }
+}
+
 /// Whether a result is about the payment we handed over for its order
 /// ([`LockedOrder::reference`] compares the names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,6 +423,9 @@ async fn execute(
         )
         .await?;
     }
+    if let Some(cause) = decision.unbooked_success(callback.event.kind) {
+        crate::refunds::start_automatic(tx, callback, order, cause).await?;
+    }
     Ok(())
 }
 
@@ -561,6 +583,29 @@ mod tests {
                 Decision::FailOrder { .. } => prop_assert!(status.can_transition_to(OrderStatus::Failed)),
                 Decision::Ignore { .. } => prop_assert!(status.is_final() || reference != Reference::Matches),
             }
+        }
+
+        #[test]
+        fn every_success_is_charged_known_or_given_back(
+            status in any_status(), reference in any_reference(),
+            balance in 0_i64..1_000, amount in 1_i64..1_000
+        ) {
+            let decision = decide(CallbackType::PaymentSucceeded, status, reference, balance, amount);
+            let given_back = decision.unbooked_success(CallbackType::PaymentSucceeded).is_some();
+            let charged = decision == Decision::Charge;
+            // Our own payment again, already charged: the one success that is neither.
+            let known = matches!(status, OrderStatus::Paid | OrderStatus::Refunded)
+                && reference == Reference::Matches;
+            prop_assert_eq!(u8::from(given_back) + u8::from(charged) + u8::from(known), 1,
+                "{:?} {:?} -> {:?}", status, reference, decision);
+        }
+
+        #[test]
+        fn a_failure_never_starts_a_refund(
+            status in any_status(), reference in any_reference(), balance in 0_i64..1_000, amount in 1_i64..1_000
+        ) {
+            let decision = decide(CallbackType::PaymentFailed, status, reference, balance, amount);
+            prop_assert_eq!(decision.unbooked_success(CallbackType::PaymentFailed), None);
         }
 
         #[test]

@@ -17,7 +17,12 @@
 //! 9. refunds: per order, REFUND rows = succeeded refunds = `refunded_cents` <=
 //!    the charge, pending + succeeded refunds = `refund_reserved_cents`, REFUNDED
 //!    exactly when all of the charge went back; a refund has one REFUND row
-//!    exactly when it SUCCEEDED (so a refund number credits at most once).
+//!    exactly when it SUCCEEDED (so a refund number credits at most once);
+//!    automatic refunds stand outside these sums (see 10);
+//! 10. every automatic refund matches one unbookable platform payment: it gives
+//!    back in full a success whose callback (or query answer) booked nothing,
+//!    of a platform payment no CHARGE names, at most one per platform payment;
+//!    and every such success has its automatic refund.
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -137,7 +142,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
            LEFT JOIN (SELECT order_no,
                              sum(amount_cents) FILTER (WHERE status = 'SUCCEEDED') AS succeeded,
                              sum(amount_cents) FILTER (WHERE status IN ('PENDING', 'SUCCEEDED')) AS reserved
-                      FROM refunds GROUP BY order_no) r ON r.order_no = o.order_no
+                      FROM refunds WHERE requested_by <> 'automatic' GROUP BY order_no) r ON r.order_no = o.order_no
            WHERE coalesce(l.booked, 0) <> o.refunded_cents
               OR coalesce(r.succeeded, 0) <> o.refunded_cents
               OR coalesce(r.reserved, 0) <> o.refund_reserved_cents
@@ -164,8 +169,9 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
     let refund_rows = sqlx::query!(
         r#"SELECT r.refund_no, r.status, count(l.entry_id) AS "rows!"
            FROM refunds r LEFT JOIN payment_ledger l ON l.refund_no = r.refund_no AND l.kind = 'REFUND'
-           GROUP BY r.refund_no, r.status
-           HAVING count(l.entry_id) <> CASE WHEN r.status = 'SUCCEEDED' THEN 1 ELSE 0 END"#
+           GROUP BY r.refund_no, r.status, r.requested_by
+           HAVING count(l.entry_id)
+                  <> CASE WHEN r.status = 'SUCCEEDED' AND r.requested_by <> 'automatic' THEN 1 ELSE 0 END"#
     )
     .fetch_all(db)
     .await?;
@@ -174,6 +180,46 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
             "refund {} is {} with {} REFUND ledger row(s)",
             row.refund_no, row.status, row.rows
         ));
+    }
+
+    // 10. An unbookable success: a payment.succeeded whose outcome booked nothing
+    // although it was news (a success for our own, already charged payment is not).
+    let unmatched = sqlx::query!(
+        r#"SELECT r.refund_no AS "refund_no?", c.callback_id AS "callback_id?",
+                  coalesce(r.platform_payment_id, c.payment_id) AS "platform_payment_id!",
+                  coalesce(r.order_no, c.order_no) AS "order_no!"
+           FROM (SELECT * FROM refunds WHERE requested_by = 'automatic') r
+           FULL JOIN (SELECT * FROM payment_callbacks
+                      WHERE event_type = 'payment.succeeded'
+                        AND outcome IN ('IGNORED_UNSOLICITED', 'IGNORED_REFERENCE_MISMATCH',
+                                        'IGNORED_ANOMALY', 'ORDER_FAILED_INSUFFICIENT_FUNDS')) c
+                ON c.payment_id = r.platform_payment_id AND c.order_no = r.order_no
+           LEFT JOIN orders o ON o.order_no = r.order_no
+           LEFT JOIN payment_callbacks cause ON cause.callback_id = r.cause_callback_id
+           WHERE r.refund_no IS NULL OR c.callback_id IS NULL
+              OR cause.payment_id IS DISTINCT FROM r.platform_payment_id
+              OR r.amount_cents <> o.amount_cents OR r.currency <> o.currency
+              OR EXISTS (SELECT 1 FROM payment_ledger l
+                         WHERE l.kind = 'CHARGE' AND l.payment_id = r.platform_payment_id)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in unmatched {
+        violations.push(match (row.refund_no, row.callback_id) {
+            (None, Some(callback)) => format!(
+                "order {}: success {callback} of platform payment {} could not be booked and has no automatic refund",
+                row.order_no, row.platform_payment_id
+            ),
+            (Some(refund), None) => format!(
+                "automatic refund {refund} of order {} gives back platform payment {}, which no unbookable success names",
+                row.order_no, row.platform_payment_id
+            ),
+            (refund, callback) => format!(
+                "automatic refund {refund:?} of order {} (platform payment {}, cause {callback:?}) \
+                 does not give back exactly that unbooked payment",
+                row.order_no, row.platform_payment_id
+            ),
+        });
     }
 
     let misheld = sqlx::query!(

@@ -19,13 +19,16 @@
 
 use crate::charge::{Applied, VerifiedCallback, log_delivery};
 use crate::db::callbacks::{self, NewCallback};
-use crate::db::refunds::{self, NewRefund, RefundRow};
+use crate::db::orders::LockedOrder;
+use crate::db::refunds::{self, NewAutomaticRefund, NewRefund, RefundRow};
 use crate::db::{anomalies, orders};
 use crate::error::ApiError;
 use crate::faults;
-use crate::platform::Platform;
+use crate::platform::{Platform, RefundHandOverError};
 use api_types::api::CreateRefund;
-use api_types::{AnomalyKind, CallbackOutcome, CallbackType, OrderStatus, RefundStatus};
+use api_types::{
+    AnomalyKind, CallbackOutcome, CallbackType, OrderStatus, RefundRequester, RefundStatus,
+};
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
 use std::time::Duration;
@@ -51,13 +54,12 @@ pub fn validate(body: &CreateRefund) -> Result<(), ApiError> {
 }
 
 /// In the caller's transaction (an idempotency key's): reserves the amount on
-/// the order and inserts the PENDING refund. `requested_by` is `merchant` or
-/// `operator`.
+/// the order and inserts the PENDING refund asked for by the merchant or an operator.
 pub async fn create_in_tx(
     tx: &mut Transaction<'static, Postgres>,
     order_no: &str,
     body: &CreateRefund,
-    requested_by: &str,
+    requested_by: RefundRequester,
 ) -> Result<RefundRow, ApiError> {
     let order = orders::lock_with_account(&mut **tx, order_no)
         .await?
@@ -94,15 +96,97 @@ pub async fn create_in_tx(
         },
     )
     .await?;
-    tracing::info!(%refund_no, order_no, amount_cents = body.amount_cents, requested_by, "refund requested");
+    tracing::info!(%refund_no, order_no, amount_cents = body.amount_cents, requested_by = requested_by.as_str(), "refund requested");
     Ok(refund)
 }
 
-/// Hands a committed refund to the platform; records its id for it once accepted.
+/// In the callback's transaction, which holds the order's row lock: a success
+/// that could not be booked (`cause` says why) starts a full refund of that
+/// platform payment, once per platform payment however often the success is
+/// delivered or queried. Nothing is reserved, booked or credited: the money
+/// never entered our books. The dispatcher hands it over after the commit.
+pub(crate) async fn start_automatic(
+    tx: &mut Transaction<'_, Postgres>,
+    callback: &VerifiedCallback,
+    order: &LockedOrder,
+    cause: AnomalyKind,
+) -> Result<(), ApiError> {
+    let data = &callback.event.data;
+    let reason = format!(
+        "automatic: the platform took {} {} for this order that could not be booked ({cause}); \
+         it is given back in full",
+        data.amount_cents, data.currency
+    );
+    let started = refunds::insert_automatic(
+        &mut **tx,
+        NewAutomaticRefund {
+            refund_no: &refunds::new_refund_no(),
+            order_no: &order.order_no,
+            amount_cents: data.amount_cents,
+            currency: data.currency,
+            reason: &reason,
+            platform_payment_id: &data.payment_id,
+            cause_callback_id: &callback.callback_id,
+        },
+    )
+    .await?;
+    match started {
+        Some(refund) => tracing::warn!(
+            refund_no = %refund.refund_no, platform_payment_id = %data.payment_id, cause = cause.as_str(),
+            "automatic refund started for a payment that could not be booked"
+        ),
+        None => tracing::info!(
+            platform_payment_id = %data.payment_id,
+            "this unbooked payment already has its automatic refund"
+        ),
+    }
+    Ok(())
+}
+
+/// Hands a committed refund to the platform; records its id for it once
+/// accepted. A refusal (the platform will never make it) fails the refund
+/// for good and puts it in front of a person; anything else is left to the
+/// dispatcher's next round.
 pub async fn dispatch(db: &PgPool, platform: &Platform, refund: &RefundRow) -> anyhow::Result<()> {
-    let accepted = platform.refund(refund).await?;
-    refunds::mark_submitted(db, &refund.refund_no, &accepted.refund_id).await?;
-    tracing::info!(refund_no = %refund.refund_no, platform_refund_id = %accepted.refund_id, "refund handed to the platform");
+    match platform.refund(refund).await {
+        Ok(accepted) => {
+            refunds::mark_submitted(db, &refund.refund_no, &accepted.refund_id).await?;
+            tracing::info!(refund_no = %refund.refund_no, platform_refund_id = %accepted.refund_id, "refund handed to the platform");
+            Ok(())
+        }
+        Err(RefundHandOverError::Refused(why)) => refuse(db, refund, &why).await,
+        Err(RefundHandOverError::Unknown(err)) => Err(err),
+    }
+}
+
+/// The platform refused `refund` outright: FAILED with its reason, the amount
+/// free again, and a REFUND_FAILED anomaly (an automatic refund leaves money
+/// with the platform that a person must give back).
+async fn refuse(db: &PgPool, refund: &RefundRow, why: &str) -> anyhow::Result<()> {
+    let mut tx = db.begin().await?;
+    // The order's row first: the lock every refund decision takes.
+    orders::lock_with_account(&mut *tx, &refund.order_no).await?;
+    let Some(locked) = refunds::lock(&mut *tx, &refund.refund_no, &refund.order_no).await? else {
+        anyhow::bail!("refund {} vanished", refund.refund_no);
+    };
+    if locked.status != RefundStatus::Pending {
+        // A result was booked meanwhile (a callback or a query): it stands.
+        return Ok(());
+    }
+    refunds::book_failure(&mut tx, &locked, None, Some(why)).await?;
+    anomalies::record(
+        &mut *tx,
+        &format!("refund:{}:refused", locked.refund_no),
+        &locked.order_no,
+        AnomalyKind::RefundFailed,
+        json!({"refund_no": locked.refund_no, "requested_by": locked.requested_by,
+               "platform_payment_id": locked.platform_payment_id, "amount_cents": locked.amount_cents,
+               "platform_answer": why,
+               "note": "the platform refused the refund: the money was not given back"}),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::warn!(refund_no = %locked.refund_no, platform_answer = why, "the platform refused the refund; it failed");
     Ok(())
 }
 
@@ -249,7 +333,23 @@ pub(crate) async fn apply_in_tx(
                 )));
             }
         }
-        RefundDecision::Release => refunds::book_failure(tx, &refund, platform_refund_id).await?,
+        RefundDecision::Release => {
+            refunds::book_failure(tx, &refund, platform_refund_id, None).await?;
+            if refund.requested_by == RefundRequester::Automatic {
+                anomalies::record(
+                    &mut **tx,
+                    &callback.callback_id,
+                    &order.order_no,
+                    AnomalyKind::RefundFailed,
+                    json!({"refund_no": refund.refund_no, "requested_by": refund.requested_by,
+                           "platform_payment_id": refund.platform_payment_id,
+                           "amount_cents": refund.amount_cents,
+                           "note": "the automatic refund of a payment we could not book failed: \
+                                    the platform still holds that money"}),
+                )
+                .await?;
+            }
+        }
         RefundDecision::Ignore { anomaly } => {
             if let Some(kind) = anomaly {
                 anomalies::record(

@@ -3,7 +3,7 @@
 //! order's row lock, and the CHECKs `orders_refunds_within_charge` keep
 //! `refunded <= reserved <= charge` whatever the code does.
 
-use api_types::{Currency, RefundStatus};
+use api_types::{Currency, RefundRequester, RefundStatus};
 use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -27,6 +27,10 @@ pub struct RefundRow {
     pub platform_payment_id: String,
     /// The platform's id for the refund, once known.
     pub platform_refund_id: Option<String>,
+    /// Who asked for it.
+    pub requested_by: RefundRequester,
+    /// Why the platform refused it at hand-over.
+    pub failure_reason: Option<String>,
     /// When it was asked for.
     pub created_at: OffsetDateTime,
     /// When the platform accepted it.
@@ -45,6 +49,8 @@ impl RefundRow {
             currency: self.currency,
             status: self.status,
             reason: self.reason.clone(),
+            requested_by: self.requested_by,
+            failure_reason: self.failure_reason.clone(),
             created_at: self.created_at,
             settled_at: self.settled_at,
         }
@@ -66,8 +72,8 @@ pub struct NewRefund<'a> {
     pub reason: &'a str,
     /// The platform payment refunded.
     pub platform_payment_id: &'a str,
-    /// `merchant` or `operator`.
-    pub requested_by: &'a str,
+    /// The merchant or an operator (automatic refunds: [`insert_automatic`]).
+    pub requested_by: RefundRequester,
 }
 
 /// A new refund number: `rfd_` and 32 hex digits.
@@ -84,6 +90,7 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewRefund<'_>) -> sqlx::Result
            VALUES ($1, $2, $3, $4, $5, $6, $7)
            RETURNING refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
                      status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                     requested_by AS "requested_by: RefundRequester", failure_reason,
                      created_at, submitted_at, settled_at"#,
         new.refund_no,
         new.order_no,
@@ -91,9 +98,61 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewRefund<'_>) -> sqlx::Result
         new.currency.as_str(),
         new.reason,
         new.platform_payment_id,
-        new.requested_by,
+        new.requested_by.as_str(),
     )
     .fetch_one(db)
+    .await
+}
+
+/// A new automatic refund: a success that could not be booked, given back in full.
+#[derive(Debug, Clone, Copy)]
+pub struct NewAutomaticRefund<'a> {
+    /// Our refund number.
+    pub refund_no: &'a str,
+    /// The order the success named.
+    pub order_no: &'a str,
+    /// The whole payment.
+    pub amount_cents: i64,
+    /// Its currency.
+    pub currency: Currency,
+    /// Why, for the merchant and the shopper.
+    pub reason: &'a str,
+    /// The platform payment given back: the key of its one automatic refund.
+    pub platform_payment_id: &'a str,
+    /// The callback (or query answer) whose success could not be booked.
+    pub cause_callback_id: &'a str,
+}
+
+/// Inserts the automatic refund of a platform payment, unless it has one
+/// already (the partial unique index on the platform payment id) or a CHARGE
+/// names that payment (money we booked is given back only by a merchant or an
+/// operator). `None`: nothing inserted.
+#[tracing::instrument(name = "db.refunds.insert_automatic", skip(db))]
+pub async fn insert_automatic(
+    db: impl PgExecutor<'_>,
+    new: NewAutomaticRefund<'_>,
+) -> sqlx::Result<Option<RefundRow>> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason, platform_payment_id,
+                                requested_by, cause_callback_id)
+           SELECT $1, $2, $3, $4, $5, $6, 'automatic', $7
+           WHERE NOT EXISTS (SELECT 1 FROM payment_ledger
+                             WHERE order_no = $2 AND kind = 'CHARGE' AND payment_id = $6)
+           ON CONFLICT (platform_payment_id) WHERE requested_by = 'automatic' DO NOTHING
+           RETURNING refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                     status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                     requested_by AS "requested_by: RefundRequester", failure_reason,
+                     created_at, submitted_at, settled_at"#,
+        new.refund_no,
+        new.order_no,
+        new.amount_cents,
+        new.currency.as_str(),
+        new.reason,
+        new.platform_payment_id,
+        new.cause_callback_id,
+    )
+    .fetch_optional(db)
     .await
 }
 
@@ -107,6 +166,7 @@ pub async fn list_for_order(
         RefundRow,
         r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
                   status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  requested_by AS "requested_by: RefundRequester", failure_reason,
                   created_at, submitted_at, settled_at
            FROM refunds WHERE order_no = $1 ORDER BY created_at, refund_no"#,
         order_no,
@@ -126,6 +186,7 @@ pub async fn lock(
         RefundRow,
         r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
                   status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  requested_by AS "requested_by: RefundRequester", failure_reason,
                   created_at, submitted_at, settled_at
            FROM refunds WHERE refund_no = $1 AND order_no = $2
            FOR UPDATE"#,
@@ -155,8 +216,9 @@ pub async fn mark_submitted(
     Ok(())
 }
 
-/// PENDING refunds never accepted by the platform, older than `min_age_secs`,
-/// for the dispatcher to hand over again.
+/// PENDING refunds never accepted by the platform, for the dispatcher to hand
+/// over: those older than `min_age_secs` (the request that made them hands
+/// them over itself first), and automatic ones at once (nobody else does).
 #[tracing::instrument(name = "db.refunds.list_unsubmitted", skip(db))]
 pub async fn list_unsubmitted(
     db: impl PgExecutor<'_>,
@@ -167,10 +229,11 @@ pub async fn list_unsubmitted(
         RefundRow,
         r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
                   status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  requested_by AS "requested_by: RefundRequester", failure_reason,
                   created_at, submitted_at, settled_at
            FROM refunds
            WHERE submitted_at IS NULL AND status = 'PENDING'
-             AND created_at < now() - make_interval(secs => $1)
+             AND (created_at < now() - make_interval(secs => $1) OR requested_by = 'automatic')
            ORDER BY created_at LIMIT $2"#,
         min_age_secs,
         limit,
@@ -203,7 +266,9 @@ pub async fn reserve(
 /// order's and account's row locks): the REFUND ledger row (at most one per
 /// refund number, and per callback id), the refund SUCCEEDED, the order's
 /// refunded total (REFUNDED once it equals the charge), the account credited.
-/// Returns false when the ledger already had a row for it (nothing written).
+/// An automatic refund gives back money that never entered our books: it is
+/// only marked SUCCEEDED. Returns false when nothing was written (the ledger
+/// already had its row, or the refund was no longer PENDING).
 #[tracing::instrument(name = "db.refunds.book_success", skip(tx))]
 pub async fn book_success(
     tx: &mut PgConnection,
@@ -212,6 +277,18 @@ pub async fn book_success(
     callback_id: &str,
     platform_refund_id: Option<&str>,
 ) -> sqlx::Result<bool> {
+    if refund.requested_by == RefundRequester::Automatic {
+        let settled = sqlx::query!(
+            "UPDATE refunds SET status = 'SUCCEEDED', settled_at = now(),
+                                platform_refund_id = coalesce(platform_refund_id, $2)
+             WHERE refund_no = $1 AND status = 'PENDING'",
+            refund.refund_no,
+            platform_refund_id,
+        )
+        .execute(&mut *tx)
+        .await?;
+        return Ok(settled.rows_affected() == 1);
+    }
     let inserted = sqlx::query!(
         "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id, refund_no)
          VALUES ($1, $2, $3, $4, $5, 'REFUND', $6, $7)
@@ -259,22 +336,29 @@ pub async fn book_success(
     Ok(true)
 }
 
-/// Books a failed refund: FAILED, and its amount free on the order again.
+/// Books a failed refund: FAILED (with the platform's reason when it refused
+/// it outright), and its amount free on the order again (an automatic refund
+/// reserved nothing).
 #[tracing::instrument(name = "db.refunds.book_failure", skip(tx))]
 pub async fn book_failure(
     tx: &mut PgConnection,
     refund: &RefundRow,
     platform_refund_id: Option<&str>,
+    failure_reason: Option<&str>,
 ) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE refunds SET status = 'FAILED', settled_at = now(),
+    let settled = sqlx::query!(
+        "UPDATE refunds SET status = 'FAILED', settled_at = now(), failure_reason = $3,
                             platform_refund_id = coalesce(platform_refund_id, $2)
          WHERE refund_no = $1 AND status = 'PENDING'",
         refund.refund_no,
         platform_refund_id,
+        failure_reason,
     )
     .execute(&mut *tx)
     .await?;
+    if settled.rows_affected() != 1 || refund.requested_by == RefundRequester::Automatic {
+        return Ok(());
+    }
     sqlx::query!(
         "UPDATE orders SET refund_reserved_cents = refund_reserved_cents - $2, updated_at = now()
          WHERE order_no = $1",

@@ -251,11 +251,13 @@ impl Platform {
 
 impl Platform {
     /// Hands a refund over, idempotently by its refund number; the platform's
-    /// view of it once accepted. Any error leaves it to the refund dispatcher.
+    /// view of it once accepted. [`RefundHandOverError::Refused`] when the
+    /// platform answered that it will not make it; any other error leaves it
+    /// to the refund dispatcher.
     pub async fn refund(
         &self,
         refund: &crate::db::refunds::RefundRow,
-    ) -> anyhow::Result<api_types::platform::RefundState> {
+    ) -> Result<api_types::platform::RefundState, RefundHandOverError> {
         let request = api_types::platform::CreateRefund {
             payment_id: refund.platform_payment_id.clone(),
             refund_no: refund.refund_no.clone(),
@@ -265,23 +267,46 @@ impl Platform {
         };
         match &self.mode {
             Mode::Remote { http, base_url } => {
+                let unknown = |err: reqwest::Error| RefundHandOverError::Unknown(err.into());
                 let response = http
                     .post(format!("{base_url}/v1/refunds"))
                     .header("idempotency-key", &refund.refund_no)
                     .json(&request)
                     .send()
-                    .await?;
+                    .await
+                    .map_err(unknown)?;
                 let status = response.status();
-                if !status.is_success() {
-                    let body: serde_json::Value = response.json().await.unwrap_or_default();
-                    anyhow::bail!("the platform answered the refund with {status}: {body}");
+                if status.is_success() {
+                    return response.json().await.map_err(unknown);
                 }
-                Ok(response.json().await?)
+                let body: serde_json::Value = response.json().await.unwrap_or_default();
+                let answer = format!("{status}: {body}");
+                // A 4xx is the platform's considered refusal, except "try later".
+                let transient = matches!(status.as_u16(), 408 | 425 | 429);
+                Err(if status.is_client_error() && !transient {
+                    RefundHandOverError::Refused(answer)
+                } else {
+                    RefundHandOverError::Unknown(anyhow::anyhow!(
+                        "the platform answered the refund with {answer}"
+                    ))
+                })
             }
             #[cfg(feature = "sandbox")]
             Mode::InProcess(simulator) => {
-                let (view, _) = simulator.create_refund(&refund.refund_no, request).await?;
-                Ok(serde_json::from_value(serde_json::to_value(view)?)?)
+                let (view, _) = simulator
+                    .create_refund(&refund.refund_no, request)
+                    .await
+                    .map_err(|err| {
+                        let status = err.status();
+                        if status.is_client_error() {
+                            RefundHandOverError::Refused(format!("{status}: {} {err}", err.code()))
+                        } else {
+                            RefundHandOverError::Unknown(err.into())
+                        }
+                    })?;
+                serde_json::to_value(view)
+                    .and_then(serde_json::from_value)
+                    .map_err(|err| RefundHandOverError::Unknown(err.into()))
             }
         }
     }
@@ -330,6 +355,18 @@ fn state_of(payment: &platform_sim::Payment) -> PaymentState {
         currency: payment.currency,
         status: payment.status,
     }
+}
+
+/// Why a refund's hand-over did not end with the platform's acceptance.
+#[derive(Debug, thiserror::Error)]
+pub enum RefundHandOverError {
+    /// The platform answered that it will not make this refund (a 4xx: the
+    /// payment is unknown to it, not refundable, or the amount exceeds it).
+    #[error("refused by the platform: {0}")]
+    Refused(String),
+    /// No answer, or one that may change: the dispatcher hands it over again.
+    #[error("outcome unknown: {0:#}")]
+    Unknown(anyhow::Error),
 }
 
 /// Why a hand-over did not end with the platform's acceptance.

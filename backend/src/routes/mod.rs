@@ -59,6 +59,7 @@ pub fn api(
         .routes(routes!(session::me))
         .routes(routes!(orders::create_order, orders::list_orders))
         .routes(routes!(orders::get_order))
+        .routes(routes!(refunds::shopper_list))
         .routes(routes!(orders::issue_request_token))
         .routes(routes!(pay::pay))
         .route_layer(middleware::from_fn_with_state(csrf, csrf_guard))

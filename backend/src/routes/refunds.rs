@@ -9,6 +9,7 @@ use crate::extract::{AppJson, AppPath};
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::openapi::BearerErrors;
 use crate::state::AppState;
+use api_types::RefundRequester;
 use api_types::api::{CreateRefund, Refund};
 use axum::Json;
 use axum::extract::State;
@@ -32,7 +33,7 @@ pub async fn merchant_create(
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    create(&state, "merchant", &order_no, &key, &body).await
+    create(&state, RefundRequester::Merchant, &order_no, &key, &body).await
 }
 
 /// `GET /api/merchant/orders/{order_no}/refunds` -> the order's refunds, oldest first.
@@ -64,7 +65,7 @@ pub async fn admin_create(
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    create(&state, "operator", &order_no, &key, &body).await
+    create(&state, RefundRequester::Operator, &order_no, &key, &body).await
 }
 
 /// `GET /api/admin/orders/{order_no}/refunds`.
@@ -83,7 +84,7 @@ pub async fn admin_list(
 /// One refund request on behalf of `requested_by` (also the idempotency scope).
 async fn create(
     state: &AppState,
-    requested_by: &'static str,
+    requested_by: RefundRequester,
     order_no: &str,
     key: &IdempotencyKey,
     body: &CreateRefund,
@@ -96,7 +97,7 @@ async fn create(
         "reason": body.reason.trim(),
     }))?;
     // Idempotency keys are per caller; a caller's refunds and orders share its key space.
-    let scope = requested_by;
+    let scope = requested_by.as_str();
     let mut tx = match idempotency::begin(&state.db, scope, key, &fingerprint).await? {
         Begun::Replay(answer) => return Ok(answer),
         Begun::Fresh(tx) => tx,
@@ -128,5 +129,23 @@ async fn list(state: &AppState, order_no: &str) -> Result<Json<Vec<Refund>>, Api
         return Err(ApiError::OrderNotFound);
     }
     let rows = store::list_for_order(&state.db, order_no).await?;
+    Ok(Json(rows.iter().map(store::RefundRow::to_dto).collect()))
+}
+
+/// `GET /api/orders/{order_no}/refunds` -> the refunds of the shopper's own
+/// order, oldest first, for the receipt (404 for anyone else's).
+#[utoipa::path(get, path = "/orders/{order_no}/refunds", tag = "shopper", security(("session" = [])),
+    params(("order_no" = String, Path, description = "The order number")),
+    responses((status = 200, description = "Its refunds, oldest first", body = Vec<Refund>),
+        crate::openapi::ShopperErrors))]
+pub async fn shopper_list(
+    State(state): State<AppState>,
+    signed_in: crate::auth::session::SignedIn,
+    order_no: crate::order_no::OrderNo,
+) -> Result<Json<Vec<Refund>>, ApiError> {
+    crate::db::orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    let rows = store::list_for_order(&state.db, order_no.as_str()).await?;
     Ok(Json(rows.iter().map(store::RefundRow::to_dto).collect()))
 }

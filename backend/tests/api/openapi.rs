@@ -36,6 +36,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/orders/{order_no}"),
         ("post", "/api/orders/{order_no}/request-token"),
         ("post", "/api/orders/{order_no}/pay"),
+        ("get", "/api/orders/{order_no}/refunds"),
         ("post", "/api/merchant/orders"),
         ("post", "/api/merchant/orders/{order_no}/refunds"),
         ("get", "/api/merchant/orders/{order_no}/refunds"),
