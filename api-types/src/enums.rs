@@ -116,10 +116,13 @@ text_enum! {
         IgnoredReferenceMismatch = "IGNORED_REFERENCE_MISMATCH",
         /// A `refund.succeeded` wrote the REFUND ledger row and credited the account.
         Refunded = "REFUNDED",
-        /// A `refund.failed` freed the refund's amount for another refund.
+        /// The platform confirmed a refund failed: its amount is free for another refund.
         RefundFailed = "REFUND_FAILED",
         /// A refund result for a refund already settled, or naming no refund of ours: nothing changed.
         IgnoredRefundSettled = "IGNORED_REFUND_SETTLED",
+        /// A `refund.failed` notification for a PENDING refund: nothing is freed
+        /// on its word alone; the platform is asked at once, and its answer settles it.
+        RefundFailureToConfirm = "REFUND_FAILURE_TO_CONFIRM",
     }
 }
 

@@ -81,6 +81,17 @@ pub struct VerifiedCallback {
     pub body_sha256: String,
     /// The parsed body.
     pub event: CallbackEvent,
+    /// Whether the platform told us on its own or answered our query.
+    pub origin: Origin,
+}
+
+/// How a result reached us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A signed notification the platform posted (the callback endpoint).
+    Notification,
+    /// The platform's answer to our own query of the payment or refund.
+    QueryAnswer,
 }
 
 /// What a new callback does to its order, decided from the order as locked.
@@ -232,11 +243,11 @@ pub async fn apply_callback(
 
     let mut tx = db.begin().await?;
     match apply_in_tx(&mut tx, callback).await? {
-        Applied::Done(decision) => {
+        Applied::Done(outcome) => {
             faults::crash_point("callback.in_tx");
             tx.commit().await?;
             faults::crash_point("callback.after_commit");
-            tracing::info!(outcome = decision.outcome().as_str(), "callback applied");
+            tracing::info!(outcome = outcome.as_str(), "callback applied");
             Ok(CallbackAck {
                 code: "SUCCESS".into(),
                 duplicate: false,
@@ -264,8 +275,8 @@ pub async fn apply_callback(
 /// What [`apply_in_tx`] did; the caller commits (or, for `AlreadyClaimed`, rolls back).
 #[derive(Debug)]
 pub(crate) enum Applied {
-    /// The decision was carried out and the delivery logged.
-    Done(Decision),
+    /// The decision was carried out and the delivery logged with this outcome.
+    Done(CallbackOutcome),
     /// The event id was claimed by someone else since the caller last looked.
     AlreadyClaimed,
     /// No such order (delivery logged).
@@ -322,7 +333,7 @@ pub(crate) async fn apply_in_tx(
 
     execute(tx, callback, &order, decision).await?;
     log_delivery(tx, callback, decision.outcome(), 200).await?;
-    Ok(Applied::Done(decision))
+    Ok(Applied::Done(decision.outcome()))
 }
 
 async fn execute(

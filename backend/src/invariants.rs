@@ -20,9 +20,10 @@
 //!    exactly when it SUCCEEDED (so a refund number credits at most once);
 //!    automatic refunds stand outside these sums (see 10);
 //! 10. every automatic refund matches one unbookable platform payment: it gives
-//!    back in full a success whose callback (or query answer) booked nothing,
-//!    of a platform payment no CHARGE names, at most one per platform payment;
-//!    and every such success has its automatic refund.
+//!     back in full a success whose callback (or query answer) booked nothing,
+//!     of a platform payment no CHARGE names, at most one per platform payment;
+//!     and every such success has its automatic refund (except the order's own
+//!     payment named under a wrong reference while PENDING: it may still be charged).
 //!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
@@ -189,10 +190,18 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
                   coalesce(r.platform_payment_id, c.payment_id) AS "platform_payment_id!",
                   coalesce(r.order_no, c.order_no) AS "order_no!"
            FROM (SELECT * FROM refunds WHERE requested_by = 'automatic') r
-           FULL JOIN (SELECT * FROM payment_callbacks
+           FULL JOIN (SELECT * FROM payment_callbacks pc
                       WHERE event_type = 'payment.succeeded'
                         AND outcome IN ('IGNORED_UNSOLICITED', 'IGNORED_REFERENCE_MISMATCH',
-                                        'IGNORED_ANOMALY', 'ORDER_FAILED_INSUFFICIENT_FUNDS')) c
+                                        'IGNORED_ANOMALY', 'ORDER_FAILED_INSUFFICIENT_FUNDS')
+                        -- Not unbooked: a payment a CHARGE names, or the order's own
+                        -- payment named under a wrong reference while it was PENDING.
+                        AND NOT EXISTS (SELECT 1 FROM payment_ledger l
+                                        WHERE l.kind = 'CHARGE' AND l.payment_id = pc.payment_id)
+                        AND NOT (outcome = 'IGNORED_REFERENCE_MISMATCH'
+                                 AND EXISTS (SELECT 1 FROM payment_attempts p
+                                             WHERE p.order_no = pc.order_no
+                                               AND p.platform_payment_id = pc.payment_id))) c
                 ON c.payment_id = r.platform_payment_id AND c.order_no = r.order_no
            LEFT JOIN orders o ON o.order_no = r.order_no
            LEFT JOIN payment_callbacks cause ON cause.callback_id = r.cause_callback_id

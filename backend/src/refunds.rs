@@ -17,7 +17,7 @@
 //! The order's row lock serialises every refund decision of one order, and the
 //! database's CHECKs keep `refunded <= reserved <= charge` besides.
 
-use crate::charge::{Applied, VerifiedCallback, log_delivery};
+use crate::charge::{Applied, Origin, VerifiedCallback, log_delivery};
 use crate::db::callbacks::{self, NewCallback};
 use crate::db::orders::LockedOrder;
 use crate::db::refunds::{self, NewAutomaticRefund, NewRefund, RefundRow};
@@ -31,7 +31,8 @@ use api_types::{
 };
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// Longest reason.
 pub const MAX_REASON_CHARS: usize = 500;
@@ -103,7 +104,8 @@ pub async fn create_in_tx(
 /// In the callback's transaction, which holds the order's row lock: a success
 /// that could not be booked (`cause` says why) starts a full refund of that
 /// platform payment, once per platform payment however often the success is
-/// delivered or queried. Nothing is reserved, booked or credited: the money
+/// delivered or queried. Never of a payment that may still be charged: one a
+/// CHARGE names, or the attempt's own platform payment of a PENDING order. Nothing is reserved, booked or credited: the money
 /// never entered our books. The dispatcher hands it over after the commit.
 pub(crate) async fn start_automatic(
     tx: &mut Transaction<'_, Postgres>,
@@ -112,6 +114,14 @@ pub(crate) async fn start_automatic(
     cause: AnomalyKind,
 ) -> Result<(), ApiError> {
     let data = &callback.event.data;
+    if order.status == OrderStatus::Pending
+        && order.attempt_platform_payment_id.as_deref() == Some(data.payment_id.as_str())
+    {
+        // The order's own payment under a wrong reference: it may still be
+        // charged, so it is not given back; the anomaly asks a person to look.
+        tracing::warn!(platform_payment_id = %data.payment_id, "a success naming the order's own payment under another reference: not refunded automatically");
+        return Ok(());
+    }
     let reason = format!(
         "automatic: the platform took {} {} for this order that could not be booked ({cause}); \
          it is given back in full",
@@ -190,9 +200,21 @@ async fn refuse(db: &PgPool, refund: &RefundRow, why: &str) -> anyhow::Result<()
     Ok(())
 }
 
-/// Forever: hands over again the refunds a crash or an outage left unsubmitted.
+/// How often the dispatcher looks for refunds to hand over: automatic refunds
+/// wait for it, so it looks often; a refund whose hand-over failed backs off.
+const DISPATCH_TICK: Duration = Duration::from_millis(500);
+/// The first wait after a failed hand-over; it doubles up to [`DISPATCH_MAX_BACKOFF`].
+const DISPATCH_FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two hand-overs of one refund.
+const DISPATCH_MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Forever: hands over the automatic refunds, and again the refunds a crash
+/// or an outage left unsubmitted. A refund whose hand-over failed waits 1 s,
+/// then twice as long each time, up to a minute (kept in memory: a restart
+/// tries every one at once, which the refund number makes harmless).
 pub async fn run_dispatcher(db: PgPool, platform: Platform) {
-    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    let mut tick = tokio::time::interval(DISPATCH_TICK);
+    let mut backoff: HashMap<String, (Instant, Duration)> = HashMap::new();
     loop {
         tick.tick().await;
         let stuck = match refunds::list_unsubmitted(&db, 5.0, 100).await {
@@ -202,9 +224,27 @@ pub async fn run_dispatcher(db: PgPool, platform: Platform) {
                 continue;
             }
         };
+        backoff.retain(|refund_no, _| stuck.iter().any(|r| &r.refund_no == refund_no));
         for refund in stuck {
-            if let Err(err) = dispatch(&db, &platform, &refund).await {
-                tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), "refund hand-over failed; will retry");
+            if backoff
+                .get(&refund.refund_no)
+                .is_some_and(|(due, _)| Instant::now() < *due)
+            {
+                continue;
+            }
+            match dispatch(&db, &platform, &refund).await {
+                Ok(()) => {
+                    backoff.remove(&refund.refund_no);
+                }
+                Err(err) => {
+                    let wait = backoff
+                        .get(&refund.refund_no)
+                        .map_or(DISPATCH_FIRST_BACKOFF, |(_, last)| {
+                            (*last * 2).min(DISPATCH_MAX_BACKOFF)
+                        });
+                    backoff.insert(refund.refund_no.clone(), (Instant::now() + wait, wait));
+                    tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), retry_in = ?wait, "refund hand-over failed; will retry");
+                }
             }
         }
     }
@@ -215,8 +255,10 @@ pub async fn run_dispatcher(db: PgPool, platform: Platform) {
 pub enum RefundDecision {
     /// Book it: ledger row, refunded total, credit.
     Book,
-    /// Free its amount: the platform will not give it back.
+    /// Free its amount: the platform, asked by us, says it will not give it back.
     Release,
+    /// A failure only notified: ask the platform at once before freeing anything.
+    ConfirmFailure,
     /// Nothing changes; maybe flag it.
     Ignore {
         /// Set when the platform contradicts what it said before.
@@ -230,6 +272,7 @@ impl RefundDecision {
         match self {
             Self::Book => CallbackOutcome::Refunded,
             Self::Release => CallbackOutcome::RefundFailed,
+            Self::ConfirmFailure => CallbackOutcome::RefundFailureToConfirm,
             Self::Ignore { anomaly: None } => CallbackOutcome::IgnoredRefundSettled,
             Self::Ignore { anomaly: Some(_) } => CallbackOutcome::IgnoredAnomaly,
         }
@@ -237,11 +280,18 @@ impl RefundDecision {
 }
 
 /// The rule, a pure function: only a PENDING refund moves; the same result
-/// again is no news; the opposite result after a final one is flagged.
-pub fn decide_refund(kind: CallbackType, status: RefundStatus) -> RefundDecision {
+/// again is no news; the opposite result after a final one is flagged. A
+/// failure frees the refund's amount only when the platform says so in answer
+/// to our query: a notified failure is checked first, since freeing money on
+/// a false one (a platform that reports a failure and then the success, as
+/// out-of-order deliveries do) would let the merchant give it back twice.
+pub fn decide_refund(kind: CallbackType, status: RefundStatus, origin: Origin) -> RefundDecision {
     match (kind, status) {
         (CallbackType::RefundSucceeded, RefundStatus::Pending) => RefundDecision::Book,
-        (CallbackType::RefundFailed, RefundStatus::Pending) => RefundDecision::Release,
+        (CallbackType::RefundFailed, RefundStatus::Pending) => match origin {
+            Origin::QueryAnswer => RefundDecision::Release,
+            Origin::Notification => RefundDecision::ConfirmFailure,
+        },
         (CallbackType::RefundSucceeded, RefundStatus::Succeeded)
         | (CallbackType::RefundFailed, RefundStatus::Failed) => {
             RefundDecision::Ignore { anomaly: None }
@@ -286,9 +336,7 @@ pub(crate) async fn apply_in_tx(
         )
         .await?;
         log_delivery(tx, callback, outcome, 200).await?;
-        return Ok(Applied::Done(crate::charge::Decision::Ignore {
-            anomaly: None,
-        }));
+        return Ok(Applied::Done(outcome));
     };
     if refund.amount_cents != data.amount_cents || refund.currency != data.currency {
         anomalies::record(
@@ -311,7 +359,7 @@ pub(crate) async fn apply_in_tx(
             refund.currency
         )));
     }
-    let decision = decide_refund(callback.event.kind, refund.status);
+    let decision = decide_refund(callback.event.kind, refund.status, callback.origin);
     if !claim(tx, callback, decision.outcome()).await? {
         return Ok(Applied::AlreadyClaimed);
     }
@@ -350,6 +398,10 @@ pub(crate) async fn apply_in_tx(
                 .await?;
             }
         }
+        RefundDecision::ConfirmFailure => {
+            refunds::query_now(&mut **tx, &refund.refund_no).await?;
+            tracing::info!(refund_no = %refund.refund_no, "refund failure notified; asking the platform before freeing its amount");
+        }
         RefundDecision::Ignore { anomaly } => {
             if let Some(kind) = anomaly {
                 anomalies::record(
@@ -368,9 +420,7 @@ pub(crate) async fn apply_in_tx(
     log_delivery(tx, callback, decision.outcome(), 200).await?;
     faults::crash_point("refund.in_tx");
     tracing::info!(refund_no = %refund.refund_no, outcome = decision.outcome().as_str(), "refund result applied");
-    Ok(Applied::Done(crate::charge::Decision::Ignore {
-        anomaly: None,
-    }))
+    Ok(Applied::Done(decision.outcome()))
 }
 
 async fn claim(
@@ -409,10 +459,14 @@ mod tests {
         prop::sample::select(RefundStatus::ALL.to_vec())
     }
 
+    fn any_origin() -> impl Strategy<Value = Origin> {
+        prop::sample::select(vec![Origin::Notification, Origin::QueryAnswer])
+    }
+
     proptest! {
         #[test]
-        fn only_a_pending_refund_is_booked_or_released(kind in any_refund_kind(), status in any_status()) {
-            let decision = decide_refund(kind, status);
+        fn only_a_pending_refund_is_booked_or_released(kind in any_refund_kind(), status in any_status(), origin in any_origin()) {
+            let decision = decide_refund(kind, status, origin);
             if status != RefundStatus::Pending {
                 let ignored = matches!(decision, RefundDecision::Ignore { .. });
                 prop_assert!(ignored, "{:?}", decision);
@@ -423,7 +477,21 @@ mod tests {
         }
 
         #[test]
-        fn a_result_contradicting_a_final_one_is_flagged(kind in any_refund_kind(), status in any_status()) {
+        fn only_the_platform_s_answer_to_our_query_frees_a_refund_s_amount(
+            kind in any_refund_kind(), status in any_status(), origin in any_origin()
+        ) {
+            let decision = decide_refund(kind, status, origin);
+            if decision == RefundDecision::Release {
+                prop_assert_eq!(origin, Origin::QueryAnswer);
+                prop_assert_eq!(kind, CallbackType::RefundFailed);
+            }
+            if origin == Origin::Notification && kind == CallbackType::RefundFailed && status == RefundStatus::Pending {
+                prop_assert_eq!(decision, RefundDecision::ConfirmFailure);
+            }
+        }
+
+        #[test]
+        fn a_result_contradicting_a_final_one_is_flagged(kind in any_refund_kind(), status in any_status(), origin in any_origin()) {
             let contradicts = matches!(
                 (kind, status),
                 (CallbackType::RefundSucceeded, RefundStatus::Failed)
@@ -431,7 +499,7 @@ mod tests {
             );
             prop_assert_eq!(
                 contradicts,
-                matches!(decide_refund(kind, status), RefundDecision::Ignore { anomaly: Some(_) })
+                matches!(decide_refund(kind, status, origin), RefundDecision::Ignore { anomaly: Some(_) })
             );
         }
     }

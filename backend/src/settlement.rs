@@ -29,9 +29,9 @@ use crate::charge::{self, Applied, VerifiedCallback};
 use crate::db::{anomalies, attempts, orders};
 use crate::faults;
 use crate::platform::{CloseAnswer, Platform};
-use api_types::AnomalyKind;
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
+use api_types::{AnomalyKind, CallbackOutcome};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -355,13 +355,19 @@ async fn apply_state(
         .await
         .map_err(anyhow::Error::from)?
     {
-        Applied::Done(decision) => {
+        Applied::Done(outcome) => {
             tracing::info!(
-                outcome = decision.outcome().as_str(),
+                outcome = outcome.as_str(),
                 event_id = %event.callback_id,
                 "platform's answer applied"
             );
-            Ok(!matches!(decision, charge::Decision::Ignore { .. }))
+            // Whether the answer settled the order (charged or failed it).
+            Ok(matches!(
+                outcome,
+                CallbackOutcome::Charged
+                    | CallbackOutcome::OrderFailed
+                    | CallbackOutcome::OrderFailedInsufficientFunds
+            ))
         }
         Applied::AlreadyClaimed => {
             tracing::warn!(event_id = %event.callback_id, "platform's answer was recorded before without settling the order");
@@ -422,6 +428,7 @@ fn query_event(
             data,
         },
         callback_id,
+        origin: charge::Origin::QueryAnswer,
     }
 }
 

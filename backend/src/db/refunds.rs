@@ -437,3 +437,16 @@ pub async fn status(
     .fetch_optional(db)
     .await
 }
+
+/// A PENDING refund is due for a query now (a failure was notified: the
+/// platform's answer, not the notification, frees its amount).
+#[tracing::instrument(name = "db.refunds.query_now", skip(db))]
+pub async fn query_now(db: impl PgExecutor<'_>, refund_no: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE refunds SET next_query_at = now() WHERE refund_no = $1 AND status = 'PENDING'",
+        refund_no,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -98,6 +98,7 @@ pub async fn receive(
         callback_id: callback_id.to_owned(),
         body_sha256: hex::encode(Sha256::digest(&body)),
         event,
+        origin: charge::Origin::Notification,
     };
     charge::apply_callback(&state.db, &callback).await.map(Json)
 }

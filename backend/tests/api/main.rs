@@ -3,6 +3,7 @@
 
 mod admin;
 mod attempts;
+mod auto_refunds;
 mod browser_defences;
 mod callback_fuzz;
 mod callbacks;

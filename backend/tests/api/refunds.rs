@@ -13,7 +13,12 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// `POST /api/merchant/orders/{order_no}/refunds` with this key (none when `None`).
-async fn post_refund(app: &TestApp, order_no: &str, key: Option<&str>, body: &Value) -> Response {
+pub(crate) async fn post_refund(
+    app: &TestApp,
+    order_no: &str,
+    key: Option<&str>,
+    body: &Value,
+) -> Response {
     let mut request = app
         .http
         .post(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
@@ -25,7 +30,7 @@ async fn post_refund(app: &TestApp, order_no: &str, key: Option<&str>, body: &Va
     request.send().await.expect("request sent")
 }
 
-async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
+pub(crate) async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
     let response = app
         .http
         .get(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
@@ -38,7 +43,7 @@ async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
 }
 
 /// Waits until no refund of the order is PENDING.
-async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund> {
+pub(crate) async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund> {
     let started = Instant::now();
     loop {
         let refunds = refunds_of(app, order_no).await;
@@ -57,14 +62,18 @@ async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund>
 }
 
 /// A shopper with `balance`, and a PAID order of `amount` (charged by the sandbox).
-async fn paid_order(app: &TestApp, balance: i64, amount: i64) -> (crate::helpers::Account, Order) {
+pub(crate) async fn paid_order(
+    app: &TestApp,
+    balance: i64,
+    amount: i64,
+) -> (crate::helpers::Account, Order) {
     let (account, order) = app.account_with_order(balance, amount).await;
     let paid = app.pay_until_final(&order.order_no).await;
     assert_eq!(paid.status, OrderStatus::Paid);
     (account, paid)
 }
 
-async fn count(app: &TestApp, sql: &str) -> i64 {
+pub(crate) async fn count(app: &TestApp, sql: &str) -> i64 {
     sqlx::query_scalar(sql)
         .fetch_one(&app.db)
         .await

@@ -116,10 +116,17 @@ async fn a_failure_delivered_before_the_success_fails_the_order_charges_nothing_
     assert_eq!(order.status, OrderStatus::Failed);
     assert_eq!(app.balance(&account).await, 10_000);
     assert_eq!(app.count("payment_ledger").await, 0);
-    assert_eq!(
-        app.anomalies(&order.order_no).await,
-        ["SUCCESS_AFTER_FAILED"]
-    );
+    let attempt_payment: String =
+        sqlx::query_scalar("SELECT platform_payment_id FROM payment_attempts WHERE order_no = $1")
+            .bind(&order.order_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("attempt");
+    // The money the platform took is given back, at the platform.
+    let refund = app
+        .assert_given_back_once(&order, &attempt_payment, &["SUCCESS_AFTER_FAILED"])
+        .await;
+    assert_eq!(refund.status, "SUCCEEDED");
     app.assert_invariants().await;
 }
 
