@@ -6,10 +6,14 @@
 //! With [`Arrival::Late`] no callback comes in time: the run waits until the
 //! backend's active query has settled every order, and only then delivers the
 //! same callbacks, which must change nothing.
+//!
+//! [`deliver_storm`] is the platform's side alone (burst, retries, restart, one
+//! more) for any set of callbacks: the refund incident (`crate::refunds`) sends
+//! its refund results through it too.
 
 use crate::platform::{Answer, Callback, Sender};
 use crate::processes::BackendProcess;
-use crate::shop::PaidOrder;
+use crate::shop::{PaidOrder, Shopper};
 use backend::invariants::{self, Report as InvariantReport, Violations};
 use futures::future::join_all;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -186,17 +190,7 @@ pub struct StormReport {
 impl StormReport {
     /// Everything that is not exactly-once; empty means the run passed.
     pub fn violations(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for phase in &self.phases {
-            for (answer, count) in &phase.answers {
-                if *answer != Answer::Status(200) {
-                    found.push(format!(
-                        "{}: {count} deliveries answered {answer}",
-                        phase.name
-                    ));
-                }
-            }
-        }
+        let mut found = phase_violations(&self.phases);
         for order in &self.orders {
             if order.ledger_rows != 1 || order.status != "PAID" {
                 found.push(format!(
@@ -231,9 +225,7 @@ impl StormReport {
                 self.deducted_cents, self.expected_deduction_cents
             ));
         }
-        if let Err(violations) = &self.invariants {
-            found.extend(violations.0.iter().cloned());
-        }
+        found.extend(invariant_violations(&self.invariants));
         found
     }
 
@@ -248,19 +240,7 @@ impl StormReport {
                 wait.waited.as_secs_f64()
             ));
         }
-        out.push_str(&format!(
-            "{:<40} {:>6} {:>6} {:>8}\n",
-            "phase", "sent", "200", "other"
-        ));
-        for phase in &self.phases {
-            out.push_str(&format!(
-                "{:<40} {:>6} {:>6} {:>8}\n",
-                phase.name,
-                phase.sent(),
-                phase.ok(),
-                phase.sent() - phase.ok()
-            ));
-        }
+        out.push_str(&phase_table(&self.phases));
         out.push('\n');
         out.push_str(&format!(
             "{:<38} {:<8} {:>11} {:>9}  {}\n",
@@ -280,14 +260,63 @@ impl StormReport {
             "\nbalance deducted: {} (expected {})\n",
             self.deducted_cents, self.expected_deduction_cents
         ));
-        match &self.invariants {
-            Ok(report) => out.push_str(&format!(
-                "invariants: hold ({} orders, {} paid, {} charges, {} accounts)\n",
-                report.orders, report.paid, report.charges, report.accounts
-            )),
-            Err(violations) => out.push_str(&format!("invariants: VIOLATED\n{violations}\n")),
-        }
+        out.push_str(&invariants_line(&self.invariants));
         out
+    }
+}
+
+/// Every delivery of `phases` not answered 200, counted per phase and answer.
+pub(crate) fn phase_violations(phases: &[Phase]) -> Vec<String> {
+    let mut found = Vec::new();
+    for phase in phases {
+        for (answer, count) in &phase.answers {
+            if *answer != Answer::Status(200) {
+                found.push(format!(
+                    "{}: {count} deliveries answered {answer}",
+                    phase.name
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The invariant checker's violations, if any.
+pub(crate) fn invariant_violations(
+    invariants: &Result<InvariantReport, Violations>,
+) -> Vec<String> {
+    match invariants {
+        Ok(_) => Vec::new(),
+        Err(violations) => violations.0.clone(),
+    }
+}
+
+/// The answers per phase: sent, answered 200, anything else.
+pub(crate) fn phase_table(phases: &[Phase]) -> String {
+    let mut out = format!(
+        "{:<40} {:>6} {:>6} {:>8}\n",
+        "phase", "sent", "200", "other"
+    );
+    for phase in phases {
+        out.push_str(&format!(
+            "{:<40} {:>6} {:>6} {:>8}\n",
+            phase.name,
+            phase.sent(),
+            phase.ok(),
+            phase.sent() - phase.ok()
+        ));
+    }
+    out
+}
+
+/// The invariant checker's verdict in one line (and its violations, if any).
+pub(crate) fn invariants_line(invariants: &Result<InvariantReport, Violations>) -> String {
+    match invariants {
+        Ok(report) => format!(
+            "invariants: hold ({} orders, {} paid, {} charges, {} accounts)\n",
+            report.orders, report.paid, report.charges, report.accounts
+        ),
+        Err(violations) => format!("invariants: VIOLATED\n{violations}\n"),
     }
 }
 
@@ -303,13 +332,26 @@ fn progress(total: u64, visible: bool) -> ProgressBar {
     bar
 }
 
+/// What a run of the incident leaves behind: its report, and the shopper and
+/// paid orders for a scenario that goes on from there (the refunds).
+#[derive(Debug, Clone)]
+pub struct IncidentRun {
+    /// What the database said right after the incident.
+    pub report: StormReport,
+    /// The run's shopper, who paid every order.
+    pub shopper: Shopper,
+    /// The orders, as paid, in the order they were placed.
+    pub paid: Vec<PaidOrder>,
+}
+
 /// Runs the incident against `target` and reports what the database says.
+/// `restart` is used once, between the retries and the last delivery.
 pub async fn run(
     target: &Target,
     incident: &Incident,
-    mut restart: Restart<'_>,
+    restart: &mut Restart<'_>,
     show_progress: bool,
-) -> anyhow::Result<StormReport> {
+) -> anyhow::Result<IncidentRun> {
     let total = incident.amount_cents * incident.orders as i64;
     let shopper = crate::shop::open_shopper(&target.url, &target.admin_token, total * 2).await?;
     let order_nos = crate::shop::place_orders(
@@ -337,99 +379,26 @@ pub async fn run(
         ));
     }
 
-    let (query_wait, late) = match incident.arrival {
-        Arrival::OnTime => (None, ""),
+    let query_wait = match incident.arrival {
+        Arrival::OnTime => None,
         Arrival::Late { settle_within } => {
             let bar = progress(paid.len() as u64, show_progress);
             bar.set_message("no callback comes: waiting for the active query");
             let wait = wait_settled(&target.db, &paid, settle_within, &bar).await?;
             bar.finish_and_clear();
-            (Some(wait), " (late)")
+            Some(wait)
         }
     };
 
-    let deliveries = incident.orders * (incident.concurrency + incident.retries.len() + 1);
-    let bar = progress(deliveries as u64, show_progress);
-    let mut sender = Sender::new(&target.url, &target.webhook_secret)?;
-    let mut phases = Vec::new();
-
-    bar.set_message(format!(
-        "{} identical callbacks at once per order",
-        incident.concurrency
-    ));
-    let burst = join_all(
-        callbacks
-            .iter()
-            .flat_map(|cb| std::iter::repeat_n(cb, incident.concurrency))
-            .map(|cb| {
-                let (sender, bar) = (&sender, &bar);
-                async move {
-                    let answer = sender.deliver(cb).await;
-                    bar.inc(1);
-                    answer
-                }
-            }),
+    let phases = deliver_storm(
+        target,
+        &callbacks,
+        incident,
+        restart,
+        "order",
+        show_progress,
     )
-    .await;
-    phases.push(tally(
-        format!(
-            "burst: {} at once x {} order(s){late}",
-            incident.concurrency, incident.orders
-        ),
-        burst,
-    ));
-
-    let mut retry_answers = Vec::new();
-    for (n, wait) in incident.retries.iter().enumerate() {
-        let wait = wait.mul_f64(incident.time_scale);
-        bar.set_message(format!(
-            "retry {}/{} after {wait:?}",
-            n + 1,
-            incident.retries.len()
-        ));
-        tokio::time::sleep(wait).await;
-        for cb in &callbacks {
-            retry_answers.push(sender.deliver(cb).await);
-            bar.inc(1);
-        }
-    }
-    phases.push(tally(
-        format!("retries: {}{late}", incident.retries.len()),
-        retry_answers,
-    ));
-
-    bar.set_message("restarting the backend");
-    let restarted = match &mut restart {
-        Restart::Skip => false,
-        Restart::Command(command) => {
-            let status = tokio::process::Command::new("sh")
-                .arg("-c")
-                .arg(command.as_str())
-                .status()
-                .await?;
-            anyhow::ensure!(status.success(), "restart command failed: {status}");
-            wait_healthy(&shopper.client, &target.url).await?;
-            true
-        }
-        Restart::Managed(backend) => {
-            backend.restart().await?;
-            sender = Sender::new(&backend.url(), &target.webhook_secret)?;
-            true
-        }
-    };
-    bar.set_message("one more retry");
-    let mut last = Vec::new();
-    for cb in &callbacks {
-        last.push(sender.deliver(cb).await);
-        bar.inc(1);
-    }
-    let label = if restarted {
-        "after restart: 1 more"
-    } else {
-        "1 more (no restart)"
-    };
-    phases.push(tally(format!("{label}{late}"), last));
-    bar.finish_and_clear();
+    .await?;
 
     let mut orders = Vec::new();
     for cb in &callbacks {
@@ -455,13 +424,8 @@ pub async fn run(
             settled_by: SettledBy::of(first_callback.as_deref()),
         });
     }
-    let deducted_cents: i64 = sqlx::query_scalar(
-        "SELECT opening_balance_cents - balance_cents FROM accounts WHERE shopper_id = $1::uuid",
-    )
-    .bind(&shopper.shopper_id)
-    .fetch_one(&target.db)
-    .await?;
-    Ok(StormReport {
+    let deducted_cents = deducted(&target.db, &shopper).await?;
+    let report = StormReport {
         phases,
         orders,
         deducted_cents,
@@ -469,7 +433,127 @@ pub async fn run(
         invariants: invariants::check(&target.db).await?,
         expected_settlement: query_wait.map(|_| SettledBy::Query),
         query_wait,
+    };
+    Ok(IncidentRun {
+        report,
+        shopper,
+        paid,
     })
+}
+
+/// Opening balance minus current balance of `shopper`'s account.
+pub(crate) async fn deducted(db: &PgPool, shopper: &Shopper) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT opening_balance_cents - balance_cents FROM accounts WHERE shopper_id = $1::uuid",
+    )
+    .bind(&shopper.shopper_id)
+    .fetch_one(db)
+    .await?)
+}
+
+/// The platform's side of the incident, for any callbacks: each one
+/// `incident.concurrency` times at once, then once per retry after each of
+/// `incident.retries` (scaled by `incident.time_scale`), then `restart`, then
+/// once more. Every delivery is re-signed, with the same id and body. The
+/// phases name what each callback is about, `subject` ("order", "refund"),
+/// and are marked late for [`Arrival::Late`].
+pub async fn deliver_storm(
+    target: &Target,
+    callbacks: &[Callback],
+    incident: &Incident,
+    restart: &mut Restart<'_>,
+    subject: &str,
+    show_progress: bool,
+) -> anyhow::Result<Vec<Phase>> {
+    let late = if matches!(incident.arrival, Arrival::Late { .. }) {
+        " (late)"
+    } else {
+        ""
+    };
+    let deliveries = callbacks.len() * (incident.concurrency + incident.retries.len() + 1);
+    let bar = progress(deliveries as u64, show_progress);
+    let mut sender = Sender::new(&target.url, &target.webhook_secret)?;
+    let mut phases = Vec::new();
+
+    bar.set_message(format!(
+        "{} identical callbacks at once per {subject}",
+        incident.concurrency
+    ));
+    let burst = join_all(
+        callbacks
+            .iter()
+            .flat_map(|cb| std::iter::repeat_n(cb, incident.concurrency))
+            .map(|cb| {
+                let (sender, bar) = (&sender, &bar);
+                async move {
+                    let answer = sender.deliver(cb).await;
+                    bar.inc(1);
+                    answer
+                }
+            }),
+    )
+    .await;
+    phases.push(tally(
+        format!(
+            "burst: {} at once x {} {subject}(s){late}",
+            incident.concurrency,
+            callbacks.len()
+        ),
+        burst,
+    ));
+
+    let mut retry_answers = Vec::new();
+    for (n, wait) in incident.retries.iter().enumerate() {
+        let wait = wait.mul_f64(incident.time_scale);
+        bar.set_message(format!(
+            "retry {}/{} after {wait:?}",
+            n + 1,
+            incident.retries.len()
+        ));
+        tokio::time::sleep(wait).await;
+        for cb in callbacks {
+            retry_answers.push(sender.deliver(cb).await);
+            bar.inc(1);
+        }
+    }
+    phases.push(tally(
+        format!("retries: {}{late}", incident.retries.len()),
+        retry_answers,
+    ));
+
+    bar.set_message("restarting the backend");
+    let restarted = match restart {
+        Restart::Skip => false,
+        Restart::Command(command) => {
+            let status = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(command.as_str())
+                .status()
+                .await?;
+            anyhow::ensure!(status.success(), "restart command failed: {status}");
+            wait_healthy(&reqwest::Client::new(), &target.url).await?;
+            true
+        }
+        Restart::Managed(backend) => {
+            backend.restart().await?;
+            sender = Sender::new(&backend.url(), &target.webhook_secret)?;
+            true
+        }
+    };
+    bar.set_message("one more retry");
+    let mut last = Vec::new();
+    for cb in callbacks {
+        last.push(sender.deliver(cb).await);
+        bar.inc(1);
+    }
+    let label = if restarted {
+        "after restart: 1 more"
+    } else {
+        "1 more (no restart)"
+    };
+    phases.push(tally(format!("{label}{late}"), last));
+    bar.finish_and_clear();
+    Ok(phases)
 }
 
 /// How long the platform may take to accept the hand-overs of a run's payments.

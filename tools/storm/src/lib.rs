@@ -3,14 +3,18 @@
 //! a backend restart, one more retry — then the exactly-once invariants checked
 //! from the database with the backend's own checker. Or the other incident: no
 //! callback in time, the backend's active query settles the orders, and the
-//! callbacks come late.
+//! callbacks come late. Or, once the orders are PAID, the refund incident: the
+//! merchant refunds each order, and its refund result arrives the same way.
 //!
-//! - [`platform`]: signs and sends callbacks the way a payment platform does;
+//! - [`platform`]: signs and sends callbacks the way a payment platform does,
+//!   and serves a platform outside the backend that posts none;
 //! - [`incident`]: the scenario and its report;
-//! - [`shop`]: a signed-in shopper, merchant-placed orders, and paying them;
+//! - [`refunds`]: the refund incident and its report;
+//! - [`shop`]: a signed-in shopper, merchant-placed orders, paying them, and the merchant refunding them;
 //! - [`processes`] (the `testkit` crate): real processes a run or a fault test owns (the backend, Redis, PostgreSQL).
 
 pub mod incident;
 pub mod platform;
+pub mod refunds;
 pub mod shop;
 pub use testkit as processes;

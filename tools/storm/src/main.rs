@@ -6,6 +6,12 @@
 //! ones that charge) and restarts it between the retries and the last delivery.
 //! `--drop-callbacks` replays the other incident: no callback arrives in time,
 //! the backend's active query must settle the orders, and the callbacks come late.
+//! `--refunds` goes on after the incident: the merchant refunds every order in
+//! full, and each refund's `refund.succeeded` callback arrives the same way
+//! (at once, retries, a restart, one more); one REFUND row and one credit each.
+//! Its started backend hands over to a platform-sim that storm serves and that
+//! posts no callbacks, since the in-process sandbox would forget the payments
+//! at the first restart and refuse their refunds.
 
 use anyhow::Context;
 use clap::Parser;
@@ -15,10 +21,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use storm::incident::{self, Arrival, Incident, Restart, Target};
+use storm::platform::OutsidePlatform;
 use storm::processes::{self, BackendProcess};
 
 /// Replays the incident: the shopper pays N orders, then per order identical
-/// callbacks at once, retries, a restart, one more retry.
+/// callbacks at once, retries, a restart, one more retry. With --refunds, then
+/// the merchant refunds each order and its refund result comes the same way.
 #[derive(Debug, Parser)]
 #[command(name = "storm", version)]
 struct Args {
@@ -74,6 +82,21 @@ struct Args {
     /// --time-scale (at least 1); give a --backend-url target those settings yourself.
     #[arg(long)]
     drop_callbacks: bool,
+    /// Then the refund incident: once every order is PAID, the merchant asks
+    /// for a full refund of each (one Idempotency-Key per order, the request
+    /// sent twice: the second must be replayed), storm waits until the backend
+    /// has handed each refund to the platform, then per refund sends the same
+    /// signed refund.succeeded callback --concurrency times at once, the
+    /// retries, a restart and one more. It fails unless each order has one
+    /// refund, one REFUND row and is REFUNDED, the account was credited once,
+    /// every delivery was answered 200 and the invariants hold. A started
+    /// backend hands payments and refunds to a platform-sim served by storm
+    /// (PLATFORM=remote, posting no callbacks), which outlives its restarts as
+    /// a real platform does; the in-process sandbox forgets every payment when
+    /// the backend restarts, and refuses their refunds. Give a --backend-url
+    /// target such a platform yourself.
+    #[arg(long, conflicts_with = "drop_callbacks")]
+    refunds: bool,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -105,6 +128,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     };
 
     let mut managed = None;
+    let mut platform = None;
     let target = match &args.backend_url {
         Some(url) => Target {
             url: url.clone(),
@@ -148,7 +172,6 @@ async fn main() -> anyhow::Result<ExitCode> {
             let log = processes::target_dir().join(format!("storm/backend-{}.log", &run_id[..12]));
             println!("starting {} (log: {})", binary.display(), log.display());
             let mut env: Vec<(String, String)> = vec![
-                (backend::env::PLATFORM.into(), "sandbox".into()),
                 (backend::env::DATABASE_URL.into(), database_url.clone()),
                 (backend::env::REDIS_URL.into(), args.redis_url.clone()),
                 (
@@ -158,8 +181,6 @@ async fn main() -> anyhow::Result<ExitCode> {
                 (backend::env::WEBHOOK_SECRET.into(), secret.clone()),
                 (backend::env::ADMIN_TOKEN.into(), admin.clone()),
                 (backend::env::MERCHANT_API_KEY.into(), merchant.clone()),
-                // Storm delivers the callbacks itself: the sandbox only decides.
-                (backend::env::SANDBOX_DROP_CALLBACKS.into(), "true".into()),
                 // One shopper pays every order of the run.
                 (
                     backend::env::RATE_LIMIT_TOKENS_PER_SHOPPER.into(),
@@ -171,6 +192,17 @@ async fn main() -> anyhow::Result<ExitCode> {
                     "info,sqlx=warn,tower_http=warn".into(),
                 ),
             ];
+            // Storm delivers the callbacks itself: the platform only decides.
+            if args.refunds {
+                let outside = OutsidePlatform::start(&secret).await?;
+                println!("platform-sim at {} (posts no callbacks)", outside.url());
+                env.push((backend::env::PLATFORM.into(), "remote".into()));
+                env.push((backend::env::PLATFORM_URL.into(), outside.url().into()));
+                platform = Some(outside);
+            } else {
+                env.push((backend::env::PLATFORM.into(), "sandbox".into()));
+                env.push((backend::env::SANDBOX_DROP_CALLBACKS.into(), "true".into()));
+            }
             if args.drop_callbacks {
                 env.extend(query.env());
             }
@@ -190,7 +222,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
     };
 
-    let restart = match (&mut managed, &args.restart_command) {
+    let mut restart = match (&mut managed, &args.restart_command) {
         (Some(backend), _) => Restart::Managed(backend),
         (None, Some(command)) => Restart::Command(command.clone()),
         (None, None) => Restart::Skip,
@@ -219,11 +251,40 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
     }
     let started = std::time::Instant::now();
-    let report = incident::run(&target, &incident, restart, !args.quiet).await?;
-    println!("\n{}", report.table());
-    let violations = report.violations();
+    let run = incident::run(&target, &incident, &mut restart, !args.quiet).await?;
+    println!("\n{}", run.report.table());
+    let mut violations = run.report.violations();
+    if args.refunds && !violations.is_empty() {
+        println!("storm: refunds skipped: the payment incident did not end exactly once");
+    } else if args.refunds {
+        if let Some(platform) = &platform {
+            platform
+                .wait_succeeded(&run.paid, Duration::from_secs(30))
+                .await?;
+        }
+        println!(
+            "storm: refunds: {} order(s) refunded in full, each asked for twice with one Idempotency-Key, \
+             then {} identical refund.succeeded callbacks at once, {} retries on schedule {} (time scale {}), \
+             then a restart and one more",
+            run.paid.len(),
+            incident.concurrency,
+            incident.retries.len(),
+            args.schedule,
+            incident.time_scale
+        );
+        let refunds =
+            storm::refunds::run(&target, &incident, &run, &mut restart, !args.quiet).await?;
+        println!("\n{}", refunds.table());
+        violations.extend(refunds.violations());
+    }
     println!("finished in {:.1} s", started.elapsed().as_secs_f64());
-    if violations.is_empty() && args.drop_callbacks {
+    if violations.is_empty() && args.refunds {
+        println!(
+            "EXACTLY ONCE: every order charged once and refunded once (one REFUND row, one credit); \
+             every delivery answered 200."
+        );
+        Ok(ExitCode::SUCCESS)
+    } else if violations.is_empty() && args.drop_callbacks {
         println!(
             "EXACTLY ONCE: every order settled by the active query and charged once; \
              every late delivery answered 200 and changed nothing."

@@ -1,10 +1,13 @@
 //! Signs and delivers callbacks as a payment platform does: Standard Webhooks,
-//! re-signed with a fresh timestamp at each delivery, same id and body.
+//! re-signed with a fresh timestamp at each delivery, same id and body. And
+//! [`OutsidePlatform`]: a platform that decides payments and refunds but posts
+//! no callbacks, outside the backend, so it outlives the backend's restarts.
 
-use crate::shop::PaidOrder;
+use crate::shop::{HandedOverRefund, PaidOrder};
 use api_types::Currency;
 use api_types::api::CallbackType;
-use callback_signing::{CallbackSecret, PaymentResult};
+use api_types::platform::PaymentStatus;
+use callback_signing::{CallbackSecret, PaymentResult, RefundResult};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -15,7 +18,7 @@ pub struct Callback {
     pub id: String,
     /// The JSON body.
     pub body: String,
-    /// The order it pays.
+    /// The order it is about (paid, or refunded).
     pub order_no: String,
 }
 
@@ -41,6 +44,115 @@ impl Callback {
             body: String::from_utf8_lossy(&body).into_owned(),
             order_no: paid.order_no.clone(),
         }
+    }
+
+    /// The platform's `refund.succeeded` callback for a refund it accepted:
+    /// it names the order, the refunded payment (the platform's id, and ours
+    /// as the merchant reference it echoes), our refund number and the
+    /// platform's id for the refund, as a real platform's does.
+    pub fn refund_success(refund: &HandedOverRefund, paid: &PaidOrder) -> Self {
+        let merchant_reference = paid.payment_id.to_string();
+        let body = callback_signing::refund_event_body(
+            &RefundResult {
+                kind: CallbackType::RefundSucceeded,
+                order_no: &refund.order_no,
+                amount_cents: refund.amount_cents,
+                currency: refund.currency,
+                payment_id: &refund.platform_payment_id,
+                refund_no: &refund.refund_no,
+                refund_id: &refund.platform_refund_id,
+                merchant_reference: Some(&merchant_reference),
+            },
+            time::OffsetDateTime::now_utc(),
+        );
+        Self {
+            id: format!("evt_{}", Uuid::new_v4().simple()),
+            body: String::from_utf8_lossy(&body).into_owned(),
+            order_no: refund.order_no.clone(),
+        }
+    }
+}
+
+/// `platform-sim` served by this process: it takes payments and refunds,
+/// decides each 100 ms after it is handed over, and posts no callbacks
+/// (chaos `drop_callbacks`), so the run's callbacks are the ones that book.
+/// Unlike the backend's in-process sandbox it outlives the backend's
+/// restarts, as a real platform does: a refund of a payment made before a
+/// restart finds that payment. Stops serving when dropped.
+pub struct OutsidePlatform {
+    url: String,
+    simulator: platform_sim::Simulator,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl OutsidePlatform {
+    /// Serves it on a free local port, signing with `secret` (`whsec_...`).
+    pub async fn start(secret: &str) -> anyhow::Result<Self> {
+        let simulator = platform_sim::Simulator::try_new(platform_sim::SimConfig {
+            secret: CallbackSecret::parse(secret)
+                .map_err(|err| anyhow::anyhow!("bad webhook secret: {err}"))?,
+            processing_delay: Duration::from_millis(100),
+            chaos: platform_sim::Chaos {
+                drop_callbacks: true,
+                ..platform_sim::Chaos::default()
+            },
+            ..platform_sim::SimConfig::default()
+        })?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let router = simulator.router();
+        let server = tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, router).await {
+                eprintln!("platform-sim stopped serving: {err}");
+            }
+        });
+        Ok(Self {
+            url,
+            simulator,
+            server,
+        })
+    }
+
+    /// Its base URL, the backend's `PLATFORM_URL`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Waits until it has decided every payment of `paid` SUCCEEDED (a refund
+    /// of a payment still PROCESSING is refused), for at most `deadline`.
+    pub async fn wait_succeeded(
+        &self,
+        paid: &[PaidOrder],
+        deadline: Duration,
+    ) -> anyhow::Result<()> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let undecided: Vec<&str> = paid
+                .iter()
+                .filter(|order| {
+                    self.simulator
+                        .payment(&order.platform_payment_id)
+                        .is_none_or(|payment| payment.status != PaymentStatus::Succeeded)
+                })
+                .map(|order| order.platform_payment_id.as_str())
+                .collect();
+            if undecided.is_empty() {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                started.elapsed() < deadline,
+                "the platform did not decide {} of {} payments SUCCEEDED within {deadline:?}: {undecided:?}",
+                undecided.len(),
+                paid.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for OutsidePlatform {
+    fn drop(&mut self) {
+        self.server.abort();
     }
 }
 

@@ -6,6 +6,12 @@
 //! `payment_id` (the merchant reference) and the platform's id for it. So a run
 //! pays its orders first ([`pay_orders`]) and builds its callbacks from the
 //! [`PaidOrder`]s it gets back.
+//!
+//! The merchant refunds a paid order through the merchant API too
+//! ([`request_refund`]); a refund's result names the platform's id for the
+//! refund, so a run waits until the backend has handed each refund over
+//! ([`wait_refunds_handed_over`]) and builds its refund callbacks from the
+//! [`HandedOverRefund`]s.
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
@@ -224,6 +230,160 @@ async fn wait_handed_over(
             "{} of {} payments were not accepted by the platform within {deadline:?}",
             payment_ids.len() - recorded.len(),
             payment_ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The merchant API's answer to a refund request.
+#[derive(Debug, Clone)]
+pub struct RefundAnswer {
+    /// Its HTTP status (202 when the refund was taken).
+    pub status: reqwest::StatusCode,
+    /// Whether it carried `Idempotent-Replayed: true`: the stored answer to an earlier request.
+    pub replayed: bool,
+    /// The refund, when the status was 202.
+    pub refund: Option<api_types::api::Refund>,
+    /// The raw body, for a report when it was not.
+    pub body: String,
+}
+
+/// Asks the merchant API for a refund of `amount_cents` of `order_no`,
+/// idempotently by `idempotency_key`: the same key and body again is answered
+/// with the stored answer, marked replayed.
+pub async fn request_refund(
+    http: &reqwest::Client,
+    url: &str,
+    merchant_key: &str,
+    order_no: &str,
+    idempotency_key: &str,
+    amount_cents: i64,
+    reason: &str,
+) -> anyhow::Result<RefundAnswer> {
+    let response = http
+        .post(format!("{url}/api/merchant/orders/{order_no}/refunds"))
+        .bearer_auth(merchant_key)
+        .header("idempotency-key", idempotency_key)
+        .json(&api_types::api::CreateRefund {
+            amount_cents,
+            reason: reason.to_owned(),
+        })
+        .send()
+        .await
+        .with_context(|| format!("cannot ask for a refund of {order_no}"))?;
+    let status = response.status();
+    let replayed = response
+        .headers()
+        .get(backend::routes::pay::REPLAYED_HEADER)
+        .is_some_and(|value| value.as_bytes() == b"true");
+    let body = response.text().await?;
+    let refund = if status == reqwest::StatusCode::ACCEPTED {
+        Some(
+            serde_json::from_str(&body)
+                .with_context(|| format!("the refund of {order_no} answered {body}"))?,
+        )
+    } else {
+        None
+    };
+    Ok(RefundAnswer {
+        status,
+        replayed,
+        refund,
+        body,
+    })
+}
+
+/// A refund the platform has accepted, with the names its result carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandedOverRefund {
+    /// Our refund number.
+    pub refund_no: String,
+    /// The order refunded.
+    pub order_no: String,
+    /// The amount given back, in minor units.
+    pub amount_cents: i64,
+    /// Its currency.
+    pub currency: api_types::Currency,
+    /// The platform's id of the refunded payment (the charge's).
+    pub platform_payment_id: String,
+    /// The platform's id for the refund, recorded when it accepted the hand-over.
+    pub platform_refund_id: String,
+}
+
+/// A refund as `refunds` has it while a run waits for its hand-over.
+#[derive(sqlx::FromRow)]
+struct RefundRow {
+    refund_no: String,
+    order_no: String,
+    amount_cents: i64,
+    currency: String,
+    status: String,
+    platform_payment_id: String,
+    platform_refund_id: Option<String>,
+    failure_reason: Option<String>,
+}
+
+/// Polls `refunds` until the platform has accepted every refund of
+/// `refund_nos` and its id is recorded, for at most `deadline`; returns them
+/// in the order of `refund_nos`. Fails at once when one has FAILED instead
+/// (the platform refused it), with the platform's answer.
+pub async fn wait_refunds_handed_over(
+    db: &PgPool,
+    refund_nos: &[String],
+    deadline: Duration,
+) -> anyhow::Result<Vec<HandedOverRefund>> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let rows: Vec<RefundRow> = sqlx::query_as(
+            "SELECT refund_no, order_no, amount_cents, currency, status, platform_payment_id,
+                    platform_refund_id, failure_reason
+             FROM refunds WHERE refund_no = ANY($1)",
+        )
+        .bind(refund_nos)
+        .fetch_all(db)
+        .await?;
+        let mut handed_over = std::collections::HashMap::new();
+        for row in rows {
+            anyhow::ensure!(
+                row.status != "FAILED",
+                "refund {} of {} FAILED before any result was sent: {}",
+                row.refund_no,
+                row.order_no,
+                row.failure_reason
+                    .as_deref()
+                    .unwrap_or("no reason recorded")
+            );
+            let Some(platform_refund_id) = row.platform_refund_id else {
+                continue;
+            };
+            let currency = row
+                .currency
+                .parse()
+                .map_err(|err| anyhow::anyhow!("refund {}: {err:?}", row.refund_no))?;
+            handed_over.insert(
+                row.refund_no.clone(),
+                HandedOverRefund {
+                    refund_no: row.refund_no,
+                    order_no: row.order_no,
+                    amount_cents: row.amount_cents,
+                    currency,
+                    platform_payment_id: row.platform_payment_id,
+                    platform_refund_id,
+                },
+            );
+        }
+        if let Some(refunds) = refund_nos
+            .iter()
+            .map(|no| handed_over.get(no).cloned())
+            .collect::<Option<Vec<_>>>()
+        {
+            return Ok(refunds);
+        }
+        anyhow::ensure!(
+            started.elapsed() < deadline,
+            "{} of {} refunds were not accepted by the platform within {deadline:?}",
+            refund_nos.len() - handed_over.len(),
+            refund_nos.len()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

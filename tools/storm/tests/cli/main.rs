@@ -77,3 +77,88 @@ fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
     );
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
 }
+
+/// The rows of the refund run's order table: order, status, refunds, REFUND
+/// rows, refunded, settled by.
+fn refund_rows(stdout: &str) -> Vec<Vec<&str>> {
+    stdout
+        .lines()
+        .skip_while(|line| !(line.starts_with("order") && line.contains("REFUND rows")))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split_whitespace().collect())
+        .collect()
+}
+
+/// The numbers after `phase` on its line of the phase table: sent, 200, other.
+fn counts(stdout: &str, phase: &str) -> Vec<u64> {
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(phase))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
+    let backend = storm::processes::backend_binary().expect("backend binary");
+    let output = Command::new(env!("CARGO_BIN_EXE_storm"))
+        .args([
+            "--refunds",
+            "--time-scale",
+            "0.01",
+            "--orders",
+            "3",
+            "--concurrency",
+            "20",
+            "--quiet",
+        ])
+        .arg("--backend-bin")
+        .arg(backend)
+        .output()
+        .expect("storm runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+
+    assert!(
+        output.status.success(),
+        "storm failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("balance deducted: 14997 (expected 14997)"),
+        "paid first: {stdout}"
+    );
+    assert!(
+        stdout.contains("3/3 replayed (Idempotent-Replayed: true, same refund_no)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        counts(&stdout, "burst: 20 at once x 3 refund(s)"),
+        [60, 60, 0],
+        "sent, 200, other: {stdout}"
+    );
+    assert_eq!(
+        stdout.matches("after restart: 1 more").count(),
+        2,
+        "a restart in the payment and in the refund incident: {stdout}"
+    );
+    let rows = refund_rows(&stdout);
+    assert_eq!(rows.len(), 3, "one row per order: {stdout}");
+    for row in &rows {
+        assert_eq!(
+            row[1..5],
+            ["REFUNDED", "1", "1", "4999"],
+            "REFUNDED with one refund, one REFUND row, all of it back: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("balance credited: 14997 (expected 14997); below opening: 0 (expected 0)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("invariants: hold").count(), 2, "{stdout}");
+    assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
+}
