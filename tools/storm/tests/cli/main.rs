@@ -2,30 +2,37 @@
 
 use std::process::Command;
 
-#[test]
-fn storm_replays_the_incident_quickly_and_reports_exactly_once() {
+/// Runs storm with `args` against the backend binary it starts itself, and
+/// returns what it printed; fails the test unless it exited 0.
+fn storm_succeeds(args: &[&str]) -> String {
     let backend = storm::processes::backend_binary().expect("backend binary");
     let output = Command::new(env!("CARGO_BIN_EXE_storm"))
-        .args([
-            "--time-scale",
-            "0.01",
-            "--orders",
-            "2",
-            "--concurrency",
-            "30",
-            "--quiet",
-        ])
+        .args(args)
         .arg("--backend-bin")
         .arg(backend)
         .output()
         .expect("storm runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "storm failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+#[test]
+fn storm_replays_the_incident_quickly_and_reports_exactly_once() {
+    let stdout = storm_succeeds(&[
+        "--time-scale",
+        "0.01",
+        "--orders",
+        "2",
+        "--concurrency",
+        "30",
+        "--quiet",
+    ]);
+
     assert!(
         stdout.contains("burst: 30 at once x 2 order(s)"),
         "{stdout}"
@@ -39,29 +46,17 @@ fn storm_replays_the_incident_quickly_and_reports_exactly_once() {
 
 #[test]
 fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
-    let backend = storm::processes::backend_binary().expect("backend binary");
-    let output = Command::new(env!("CARGO_BIN_EXE_storm"))
-        .args([
-            "--drop-callbacks",
-            "--time-scale",
-            "0.01",
-            "--orders",
-            "2",
-            "--concurrency",
-            "10",
-            "--quiet",
-        ])
-        .arg("--backend-bin")
-        .arg(backend)
-        .output()
-        .expect("storm runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = storm_succeeds(&[
+        "--drop-callbacks",
+        "--time-scale",
+        "0.01",
+        "--orders",
+        "2",
+        "--concurrency",
+        "10",
+        "--quiet",
+    ]);
 
-    assert!(
-        output.status.success(),
-        "storm failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert!(
         stdout.contains("the active query settled 2/2 order(s)"),
         "{stdout}"
@@ -105,29 +100,17 @@ fn counts(stdout: &str, phase: &str) -> Vec<u64> {
 
 #[test]
 fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
-    let backend = storm::processes::backend_binary().expect("backend binary");
-    let output = Command::new(env!("CARGO_BIN_EXE_storm"))
-        .args([
-            "--refunds",
-            "--time-scale",
-            "0.01",
-            "--orders",
-            "3",
-            "--concurrency",
-            "20",
-            "--quiet",
-        ])
-        .arg("--backend-bin")
-        .arg(backend)
-        .output()
-        .expect("storm runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = storm_succeeds(&[
+        "--refunds",
+        "--time-scale",
+        "0.01",
+        "--orders",
+        "3",
+        "--concurrency",
+        "20",
+        "--quiet",
+    ]);
 
-    assert!(
-        output.status.success(),
-        "storm failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert!(
         stdout.contains("balance deducted: 14997 (expected 14997)"),
         "paid first: {stdout}"
