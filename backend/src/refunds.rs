@@ -20,7 +20,7 @@
 use crate::charge::{Applied, Origin, VerifiedCallback, log_delivery};
 use crate::db::callbacks::{self, NewCallback};
 use crate::db::orders::LockedOrder;
-use crate::db::refunds::{self, NewAutomaticRefund, NewRefund, RefundRow};
+use crate::db::refunds::{self, NewRefund, RefundRow};
 use crate::db::{anomalies, orders};
 use crate::error::ApiError;
 use crate::faults;
@@ -94,6 +94,7 @@ pub async fn create_in_tx(
             reason: body.reason.trim(),
             platform_payment_id: &charged,
             requested_by,
+            cause_callback_id: None,
         },
     )
     .await?;
@@ -129,14 +130,15 @@ pub(crate) async fn start_automatic(
     );
     let started = refunds::insert_automatic(
         &mut **tx,
-        NewAutomaticRefund {
+        NewRefund {
             refund_no: &refunds::new_refund_no(),
             order_no: &order.order_no,
             amount_cents: data.amount_cents,
             currency: data.currency,
             reason: &reason,
             platform_payment_id: &data.payment_id,
-            cause_callback_id: &callback.callback_id,
+            requested_by: RefundRequester::Automatic,
+            cause_callback_id: Some(&callback.callback_id),
         },
     )
     .await?;

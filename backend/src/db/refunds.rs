@@ -72,8 +72,11 @@ pub struct NewRefund<'a> {
     pub reason: &'a str,
     /// The platform payment refunded.
     pub platform_payment_id: &'a str,
-    /// The merchant or an operator (automatic refunds: [`insert_automatic`]).
+    /// The merchant or an operator ([`insert`]), or the checkout ([`insert_automatic`]).
     pub requested_by: RefundRequester,
+    /// For an automatic refund: the callback (or query answer) whose success
+    /// could not be booked; `None` otherwise.
+    pub cause_callback_id: Option<&'a str>,
 }
 
 /// A new refund number: `rfd_` and 32 hex digits.
@@ -104,25 +107,6 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewRefund<'_>) -> sqlx::Result
     .await
 }
 
-/// A new automatic refund: a success that could not be booked, given back in full.
-#[derive(Debug, Clone, Copy)]
-pub struct NewAutomaticRefund<'a> {
-    /// Our refund number.
-    pub refund_no: &'a str,
-    /// The order the success named.
-    pub order_no: &'a str,
-    /// The whole payment.
-    pub amount_cents: i64,
-    /// Its currency.
-    pub currency: Currency,
-    /// Why, for the merchant and the shopper.
-    pub reason: &'a str,
-    /// The platform payment given back: the key of its one automatic refund.
-    pub platform_payment_id: &'a str,
-    /// The callback (or query answer) whose success could not be booked.
-    pub cause_callback_id: &'a str,
-}
-
 /// Inserts the automatic refund of a platform payment, unless it has one
 /// already (the partial unique index on the platform payment id) or a CHARGE
 /// names that payment (money we booked is given back only by a merchant or an
@@ -130,7 +114,7 @@ pub struct NewAutomaticRefund<'a> {
 #[tracing::instrument(name = "db.refunds.insert_automatic", skip(db))]
 pub async fn insert_automatic(
     db: impl PgExecutor<'_>,
-    new: NewAutomaticRefund<'_>,
+    new: NewRefund<'_>,
 ) -> sqlx::Result<Option<RefundRow>> {
     sqlx::query_as!(
         RefundRow,
