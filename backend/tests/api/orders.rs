@@ -186,7 +186,7 @@ async fn malformed_order_numbers_are_404_order_not_found_on_every_order_route_an
         "ord_%00".to_owned(),
         format!("{}%00", order.order_no),
         "%FF".to_owned(),
-        format!("ord_{}%FF", &hex[..31]),
+        format!("ord_{}%FF", &hex[..hex.len() - 1]),
         format!("{}0", order.order_no),
         format!("ord_{}", "a".repeat(10_000)),
         format!("xrd_{hex}"),
