@@ -28,7 +28,7 @@
 use crate::charge::{self, Applied, VerifiedCallback};
 use crate::db::{anomalies, attempts, orders};
 use crate::faults;
-use crate::platform::{CloseAnswer, Platform};
+use crate::platform::{CloseAnswer, Platform, RefundRef};
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
 use api_types::{AnomalyKind, CallbackOutcome};
@@ -124,7 +124,12 @@ pub async fn query_refund_one(
     };
     let span = tracing::info_span!("settlement.query_refund", order_no = %claimed.order_no, refund_no = %claimed.refund_no);
     let _enter = span.enter();
-    let answer = platform.query_refund(&claimed.refund_no).await;
+    let answer = platform
+        .query_refund(RefundRef {
+            order_no: &claimed.order_no,
+            refund_no: &claimed.refund_no,
+        })
+        .await;
     let decided = match &answer {
         Ok(Some(state)) if state.status != api_types::platform::RefundStatus::Processing => {
             Some(state)
@@ -224,7 +229,7 @@ pub async fn query_one(
     };
     let span = tracing::info_span!("settlement.query", order_no = %claimed.order_no, payment_id = %claimed.payment_id);
     let _enter = span.enter();
-    match platform.query(claimed.payment_id).await {
+    match platform.query(claimed.payment_ref()).await {
         Ok(Some(state)) if is_decided(state.status) => {
             tracing::info!(status = ?state.status, platform_payment_id = %state.payment_id, "query: the platform has a result");
             if !apply_state(&mut tx, &claimed, &state).await? {
@@ -288,7 +293,7 @@ pub async fn expire_one(
     let span = tracing::info_span!("settlement.expire", order_no = %claimed.order_no, payment_id = %claimed.payment_id);
     let _enter = span.enter();
     // Query first: a close can be refused because the payment was paid.
-    let known = platform.query(claimed.payment_id).await?;
+    let known = platform.query(claimed.payment_ref()).await?;
     match known {
         Some(state) if is_decided(state.status) => {
             tracing::info!(status = ?state.status, "expired order: the platform has a result; booking it");
@@ -298,7 +303,7 @@ pub async fn expire_one(
             tracing::info!("expired order: already closed at the platform; CLOSED");
             close(&mut tx, &claimed).await?;
         }
-        _ => match platform.close(claimed.payment_id).await? {
+        _ => match platform.close(claimed.payment_ref()).await? {
             CloseAnswer::Closed(state) if state.status == PaymentStatus::Failed => {
                 tracing::info!(
                     "expired order: the platform had refused the payment; booking the failure"
@@ -321,7 +326,7 @@ pub async fn expire_one(
                 tracing::info!(
                     "expired order: the close was refused, already paid; booking the success"
                 );
-                match platform.query(claimed.payment_id).await? {
+                match platform.query(claimed.payment_ref()).await? {
                     Some(state) if state.status == PaymentStatus::Succeeded => {
                         apply_state(&mut tx, &claimed, &state).await?;
                     }

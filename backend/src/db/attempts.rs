@@ -233,6 +233,16 @@ pub struct Claimed {
     pub amount_cents: i64,
 }
 
+impl Claimed {
+    /// How the platform knows this payment.
+    pub fn payment_ref(&self) -> crate::platform::PaymentRef<'_> {
+        crate::platform::PaymentRef {
+            order_no: &self.order_no,
+            payment_id: self.payment_id,
+        }
+    }
+}
+
 /// Claims one open attempt of a PENDING order that is due for a query: its
 /// `next_query_at`, or `query_after_secs` after its hand-over (its creation if
 /// it was never accepted), has passed. Orders another transaction holds are

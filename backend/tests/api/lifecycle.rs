@@ -409,7 +409,10 @@ async fn the_remote_platform_client_reads_every_answer_to_a_query_and_a_close() 
     .await;
     let platform =
         backend::platform::Platform::remote(&url, "http://127.0.0.1:9/cb".into()).expect("client");
-    let ours = Uuid::new_v4();
+    let ours = backend::platform::PaymentRef {
+        order_no: "ord_1",
+        payment_id: Uuid::new_v4(),
+    };
     assert_eq!(platform.query(ours).await.expect("answer"), None);
     assert_eq!(
         platform.close(ours).await.expect("answer"),
@@ -423,7 +426,7 @@ async fn the_remote_platform_client_reads_every_answer_to_a_query_and_a_close() 
                 amount_cents: 1_000,
                 currency: "EUR".parse().expect("currency"),
                 notify_url: "http://127.0.0.1:9/cb".into(),
-                merchant_reference: Some(ours.to_string()),
+                merchant_reference: Some(ours.payment_id.to_string()),
             },
         )
         .await
