@@ -113,6 +113,13 @@ pub struct Config {
     #[arg(long, env = env::PUBLIC_ORIGIN, default_value = "http://127.0.0.1:3000")]
     pub public_origin: String,
 
+    /// The origin (`scheme://host[:port]`) the payment platform posts its
+    /// notifications to, as the platform reaches this backend: a public
+    /// HTTPS origin for a real platform, the load balancer's behind one.
+    /// Default: the address this process listens on.
+    #[arg(long, env = env::NOTIFY_BASE_URL)]
+    pub notify_base_url: Option<String>,
+
     /// Mark the session cookie `Secure` and send HSTS: set it whenever the page is served over HTTPS.
     #[arg(long, env = env::COOKIE_SECURE, default_value_t = false)]
     pub cookie_secure: bool,
@@ -208,6 +215,7 @@ impl Default for Config {
             admin_token: None,
             merchant_api_key: None,
             public_origin: "http://127.0.0.1:3000".into(),
+            notify_base_url: None,
             cookie_secure: false,
             session_idle_secs: 43_200,
             limits: crate::limits::LimitsConfig::default(),
@@ -312,6 +320,11 @@ pub enum ConfigError {
          nothing after it (e.g. https://pay.example.com), not {0:?}"
     )]
     BadPublicOrigin(String),
+    /// `NOTIFY_BASE_URL` is not a bare `scheme://host[:port]`.
+    #[error(
+        "NOTIFY_BASE_URL must be an origin such as https://pay.example.com (no path), got {0:?}"
+    )]
+    BadNotifyBaseUrl(String),
 }
 
 /// The fewest characters an admin token may have.
@@ -336,6 +349,13 @@ impl Config {
         }
         if !is_origin(&self.public_origin) {
             return Err(ConfigError::BadPublicOrigin(self.public_origin.clone()));
+        }
+        if let Some(base) = self
+            .notify_base_url
+            .as_ref()
+            .filter(|base| !is_origin(base))
+        {
+            return Err(ConfigError::BadNotifyBaseUrl(base.clone()));
         }
         let given = self
             .webhook_secret
@@ -418,6 +438,25 @@ mod tests {
                 Some(ConfigError::BadPublicOrigin(bad.into()))
             );
         }
+    }
+
+    #[test]
+    fn the_notify_base_url_must_be_an_origin_when_given() {
+        let with = |base: Option<&str>| Config {
+            platform: Some(PlatformKind::Remote),
+            platform_url: Some("http://127.0.0.1:4000".into()),
+            webhook_secret: Some(strong_secret()),
+            notify_base_url: base.map(str::to_owned),
+            ..Config::default()
+        };
+        assert!(with(None).settle().is_ok());
+        assert!(with(Some("https://pay.example.com")).settle().is_ok());
+        assert_eq!(
+            with(Some("https://pay.example.com/api")).settle().err(),
+            Some(ConfigError::BadNotifyBaseUrl(
+                "https://pay.example.com/api".into()
+            ))
+        );
     }
 
     #[test]

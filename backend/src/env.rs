@@ -32,6 +32,8 @@ pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
 pub const MERCHANT_API_KEY: &str = "MERCHANT_API_KEY";
 /// The origin the page is served from (CSRF checks, `pay_url`).
 pub const PUBLIC_ORIGIN: &str = "PUBLIC_ORIGIN";
+/// The origin payment platforms post their notifications to.
+pub const NOTIFY_BASE_URL: &str = "NOTIFY_BASE_URL";
 /// `true` behind HTTPS: `Secure` session cookie and HSTS.
 pub const COOKIE_SECURE: &str = "COOKIE_SECURE";
 /// Idle seconds before a shopper's session ends.
@@ -85,6 +87,7 @@ pub const ALL: &[&str] = &[
     ADMIN_TOKEN,
     MERCHANT_API_KEY,
     PUBLIC_ORIGIN,
+    NOTIFY_BASE_URL,
     COOKIE_SECURE,
     SESSION_IDLE_SECS,
     RATE_LIMIT_SIGNIN_FAILURES_PER_IP,

@@ -96,10 +96,13 @@ impl Application {
         } else {
             local.ip()
         };
-        let callback_url = format!(
-            "http://{}/api/payments/callback",
-            std::net::SocketAddr::new(callback_host, local.port())
-        );
+        let notify_base = config.notify_base_url.clone().unwrap_or_else(|| {
+            format!(
+                "http://{}",
+                std::net::SocketAddr::new(callback_host, local.port())
+            )
+        });
+        let callback_url = format!("{notify_base}/api/payments/callback");
         let platform = match &settled.platform {
             PlatformChoice::Remote { url } => {
                 tracing::info!(platform = %url, "payments go to a remote platform");
