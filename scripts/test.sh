@@ -55,8 +55,8 @@ cargo machete
 step "Docs (cargo doc, warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude frontend
 
-step "Unit and integration tests (api-types, callback-signing, backend, platform-sim, bench, testkit)"
-cargo test --locked -p api-types -p callback-signing -p backend -p platform-sim -p bench -p testkit
+step "Unit and integration tests (api-types, callback-signing, platform-protocols, backend, platform-sim, bench, testkit)"
+cargo test --locked -p api-types -p callback-signing -p platform-protocols -p backend -p platform-sim -p bench -p testkit
 
 step "cargo run -p backend picks the service binary (what scripts/run.sh runs)"
 cargo run --locked -q -p backend -- --version

@@ -18,6 +18,10 @@ impl Currency {
     /// The euro, the demo shop's currency: a constant so no code has to parse it.
     pub const EUR: Currency = Currency(*b"EUR");
 
+    /// The Chinese yuan (renminbi): the currency WeChat Pay and Alipay settle domestic
+    /// payments in, a constant so their wire types need not parse it.
+    pub const CNY: Currency = Currency(*b"CNY");
+
     /// The code as text, e.g. `"EUR"`.
     pub fn as_str(&self) -> &str {
         // Only ASCII capitals are ever stored, so this cannot fail.
