@@ -22,6 +22,8 @@ use gloo_net::http::{Request, RequestBuilder};
 use gloo_timers::callback::Timeout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::pin::Pin;
 
 /// How long a read (`GET`) may take before it counts as a network failure.
 const READ_TIMEOUT_MS: u32 = 10_000;
@@ -177,16 +179,36 @@ async fn call<T: DeserializeOwned>(
     json_body: Option<String>,
     timeout_ms: u32,
 ) -> Result<T, ApiError> {
+    let text = Box::pin(read_text(builder, json_body, timeout_ms)).await?;
+    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// The text of a 2xx answer.
+async fn read_text(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Result<String, ApiError> {
     send(builder, json_body, timeout_ms)
         .await?
-        .json::<T>()
+        .text()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))
 }
 
+/// [`send_now`], boxed: its state machine is compiled once rather than
+/// inlined into every caller's, which keeps the page small.
+fn send(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Pin<Box<dyn Future<Output = Result<gloo_net::http::Response, ApiError>>>> {
+    Box::pin(send_now(builder, json_body, timeout_ms))
+}
+
 /// Sends one request (`json_body`, even empty, goes as `application/json`);
 /// a 2xx answer is returned unread, anything else becomes an [`ApiError`].
-async fn send(
+async fn send_now(
     builder: RequestBuilder,
     json_body: Option<String>,
     timeout_ms: u32,
