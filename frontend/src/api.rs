@@ -17,11 +17,13 @@
 use api_types::api::{
     CreateOrder, Me, Order, PayAccepted, PayRequest, PlatformInfo, Product, RequestToken, SignIn,
 };
-use api_types::{ErrorBody, ErrorCode};
+use api_types::{Currency, ErrorBody, ErrorCode, RefundRequester, RefundStatus};
 use gloo_net::http::{Request, RequestBuilder};
 use gloo_timers::callback::Timeout;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
 
 /// How long a read (`GET`) may take before it counts as a network failure.
 const READ_TIMEOUT_MS: u32 = 10_000;
@@ -152,6 +154,43 @@ pub async fn order(order_no: &str) -> Result<Order, ApiError> {
     call(Request::get(&url), None, READ_TIMEOUT_MS).await
 }
 
+/// A refund as the receipt reads it: the fields of [`api_types::api::Refund`]
+/// the page shows, under the same names. The answer's other fields (refund
+/// number, reason, timestamps) are skipped unread, which keeps their decoding
+/// out of the page (see the size budget in `scripts/build-frontend.sh`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RefundSummary {
+    /// Amount given back, in minor units.
+    pub amount_cents: i64,
+    /// Currency of the amount.
+    pub currency: Currency,
+    /// Where it stands.
+    #[serde(deserialize_with = "by_name")]
+    pub status: RefundStatus,
+    /// Who asked; `automatic` for a payment the checkout could not book.
+    #[serde(deserialize_with = "by_name")]
+    pub requested_by: RefundRequester,
+}
+
+/// Reads one of the API's named values (`PENDING`, `automatic`, ...) through
+/// its `FromStr`: the same names as its derived `Deserialize`, in a fraction
+/// of the code.
+fn by_name<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr,
+{
+    let name = String::deserialize(deserializer)?;
+    name.parse()
+        .map_err(|_| serde::de::Error::custom("an unknown name"))
+}
+
+/// `GET /api/orders/{order_no}/refunds`: the order's refunds, oldest first.
+pub async fn refunds(order_no: &str) -> Result<Vec<RefundSummary>, ApiError> {
+    let url = format!("/api/orders/{}/refunds", path_segment(order_no));
+    call(Request::get(&url), None, READ_TIMEOUT_MS).await
+}
+
 /// `POST /api/orders/{order_no}/request-token`: a fresh one-time pay token.
 pub async fn request_token(order_no: &str) -> Result<RequestToken, ApiError> {
     let url = format!("/api/orders/{}/request-token", path_segment(order_no));
@@ -177,16 +216,36 @@ async fn call<T: DeserializeOwned>(
     json_body: Option<String>,
     timeout_ms: u32,
 ) -> Result<T, ApiError> {
+    let text = Box::pin(read_text(builder, json_body, timeout_ms)).await?;
+    serde_json::from_str(&text).map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+/// The text of a 2xx answer.
+async fn read_text(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Result<String, ApiError> {
     send(builder, json_body, timeout_ms)
         .await?
-        .json::<T>()
+        .text()
         .await
         .map_err(|e| ApiError::Decode(e.to_string()))
 }
 
+/// [`send_now`], boxed: its state machine is compiled once rather than
+/// inlined into every caller's, which keeps the page small.
+fn send(
+    builder: RequestBuilder,
+    json_body: Option<String>,
+    timeout_ms: u32,
+) -> Pin<Box<dyn Future<Output = Result<gloo_net::http::Response, ApiError>>>> {
+    Box::pin(send_now(builder, json_body, timeout_ms))
+}
+
 /// Sends one request (`json_body`, even empty, goes as `application/json`);
 /// a 2xx answer is returned unread, anything else becomes an [`ApiError`].
-async fn send(
+async fn send_now(
     builder: RequestBuilder,
     json_body: Option<String>,
     timeout_ms: u32,
@@ -318,6 +377,40 @@ mod tests {
     fn a_network_failure_may_be_repeated() {
         assert!(ApiError::Network("refused".into()).is_transport_failure());
         assert!(!ApiError::Decode("bad json".into()).is_transport_failure());
+    }
+
+    #[test]
+    fn every_refund_the_api_answers_reads_as_the_receipts_summary() {
+        for &status in RefundStatus::ALL {
+            for &requested_by in RefundRequester::ALL {
+                let refund = api_types::api::Refund {
+                    refund_no: "rfd_0123456789abcdef0123456789abcdef".into(),
+                    order_no: "ORD1".into(),
+                    amount_cents: 750,
+                    currency: Currency::EUR,
+                    status,
+                    reason: "One cup arrived broken".into(),
+                    requested_by,
+                    failure_reason: None,
+                    created_at: time::macros::datetime!(2025-01-31 15:00:00 UTC),
+                    settled_at: None,
+                };
+                let json = serde_json::to_string(&[refund]).expect("a refund serialises");
+                let read: Vec<RefundSummary> = serde_json::from_str(&json).expect("and reads back");
+                assert_eq!(
+                    read,
+                    vec![RefundSummary {
+                        amount_cents: 750,
+                        currency: Currency::EUR,
+                        status,
+                        requested_by,
+                    }]
+                );
+            }
+        }
+        let unknown =
+            r#"{"amount_cents":1,"currency":"EUR","status":"LOST","requested_by":"merchant"}"#;
+        assert!(serde_json::from_str::<RefundSummary>(unknown).is_err());
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //!   flight, so a double click submits once;
 //! - a pay request that got no answer is repeated with the *same* token on a
 //!   fixed backoff ([`SUBMIT_RETRY_DELAYS_MS`]), which the backend replays;
-//! - after the backend accepts, the order is polled until it is final.
+//! - after the backend accepts, the order is polled until it is final;
+//! - a final order's refunds are fetched each time the order is read final,
+//!   and listed under the receipt.
 //!
 //! [`PayFlow::view`] says what the page shows for a state.
 //!
@@ -40,4 +42,4 @@ pub use rules::{
     submit_retry_delay,
 };
 pub use texts::Notice;
-pub use view::{Outcome, PayButton, PayView, balance_text};
+pub use view::{Outcome, PayButton, PayView, RefundLine, balance_text};

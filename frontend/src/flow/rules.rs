@@ -3,7 +3,7 @@
 //! or how a state is drawn, so every rule is a plain function call in a test.
 
 use super::texts::Notice;
-use crate::api::ApiError;
+use crate::api::{ApiError, RefundSummary};
 use api_types::ErrorCode;
 use api_types::api::{Order, PayAccepted, RequestToken};
 use uuid::Uuid;
@@ -62,7 +62,8 @@ pub enum Phase {
     },
     /// The order stayed pending for [`MAX_POLLS`] looks; "Check again" resumes.
     Slow,
-    /// The order is PAID or FAILED.
+    /// The order is final (PAID, FAILED, CLOSED or REFUNDED): the page shows
+    /// the receipt or the failure, and the order's refunds once they arrive.
     Done,
     /// The backend said the session is gone (401 `UNAUTHENTICATED`): the page
     /// is on its way to the sign-in page, which brings the shopper back here.
@@ -88,6 +89,10 @@ pub enum Event {
     PayAccepted(PayAccepted),
     /// `POST .../pay` failed.
     PayFailed(ApiError),
+    /// `GET /api/orders/{order_no}/refunds` answered (oldest first).
+    RefundsFetched(Vec<RefundSummary>),
+    /// `GET /api/orders/{order_no}/refunds` failed.
+    RefundsFetchFailed(ApiError),
 }
 
 /// Work the page must do after a state change.
@@ -109,6 +114,8 @@ pub enum Effect {
     },
     /// Re-read the shopper's balance (the order reached a final state).
     RefreshBalance,
+    /// Fetch the final order's refunds; answers with `RefundsFetched`/`RefundsFetchFailed`.
+    FetchRefunds,
     /// Go to the sign-in page, which returns to this page afterwards.
     SignIn,
 }
@@ -126,6 +133,9 @@ pub struct PayFlow {
     pub payment_id: Option<Uuid>,
     /// How many request tokens this page load asked for (for tests and diagnostics).
     pub tokens_requested: u32,
+    /// The final order's refunds as last fetched, oldest first; empty until
+    /// they arrive, when there are none, or when they could not be read.
+    pub refunds: Vec<RefundSummary>,
 }
 
 impl Default for PayFlow {
@@ -143,6 +153,7 @@ impl PayFlow {
             notice: None,
             payment_id: None,
             tokens_requested: 0,
+            refunds: Vec::new(),
         }
     }
 
@@ -224,9 +235,8 @@ impl PayFlow {
                 let done = order.status.is_final();
                 self.order = Some(order);
                 if done {
-                    self.phase = Phase::Done;
                     self.notice = None;
-                    vec![Effect::RefreshBalance]
+                    self.settled()
                 } else {
                     self.keep_polling(polls)
                 }
@@ -238,6 +248,14 @@ impl PayFlow {
                 vec![Effect::FetchOrder { delay_ms: 0 }]
             }
 
+            (Phase::Done, Event::RefundsFetched(refunds)) => {
+                self.refunds = refunds;
+                vec![]
+            }
+            // The receipt stands without the list (or with the list as last
+            // read); the order's own status still says whether it was refunded.
+            (Phase::Done, Event::RefundsFetchFailed(_)) => vec![],
+
             _ => vec![],
         }
     }
@@ -246,11 +264,17 @@ impl PayFlow {
         let status = order.status;
         self.order = Some(order);
         if status.is_final() {
-            self.phase = Phase::Done;
-            vec![Effect::RefreshBalance]
+            self.settled()
         } else {
             self.request_token()
         }
+    }
+
+    /// The order just read is final: show it, re-read the balance it may have
+    /// moved, and fetch its refunds (each time the order is read final again).
+    fn settled(&mut self) -> Vec<Effect> {
+        self.phase = Phase::Done;
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
     }
 
     fn request_token(&mut self) -> Vec<Effect> {
@@ -321,7 +345,10 @@ impl PayFlow {
 /// The error an event carries, if it is a failed request.
 fn event_error(event: &Event) -> Option<&ApiError> {
     match event {
-        Event::OrderFetchFailed(err) | Event::TokenFailed(err) | Event::PayFailed(err) => Some(err),
+        Event::OrderFetchFailed(err)
+        | Event::TokenFailed(err)
+        | Event::PayFailed(err)
+        | Event::RefundsFetchFailed(err) => Some(err),
         _ => None,
     }
 }

@@ -7,6 +7,8 @@
 //! change together. Tests keep the literal strings on purpose: a changed
 //! word should be a deliberate change to a test too.
 
+use api_types::RefundStatus;
+
 /// The pay button, while paying is possible.
 pub const PAY_NOW: &str = "Pay now";
 /// The pay button, while the pay request is in flight.
@@ -37,6 +39,30 @@ pub const DECLINED_WITHOUT_REASON: &str = "The payment was declined.";
 /// What a CLOSED order's page says.
 pub const ORDER_EXPIRED: &str =
     "This order expired before it was paid. Nothing was charged; place it again to buy.";
+
+/// The receipt's heading, for a PAID order.
+pub const RECEIPT_PAID: &str = "Payment received";
+/// The receipt's line under the heading, for a PAID order.
+pub const RECEIPT_PAID_SUMMARY: &str = "Thank you. Your order is paid.";
+/// The receipt's heading, for a REFUNDED order (given back in full).
+pub const RECEIPT_REFUNDED: &str = "Refunded";
+/// The receipt's line under the heading, for a REFUNDED order.
+pub const RECEIPT_REFUNDED_SUMMARY: &str = "Your payment was given back in full.";
+
+/// The note on a refund the checkout made by itself: the platform took money
+/// it could not book for this order, and gives it back to where it came from
+/// (not to the shopper's balance with us).
+pub const REFUND_AUTOMATIC: &str =
+    "Returned automatically to where it came from: a payment we could not book.";
+
+/// A refund's status in words, for its line under the receipt.
+pub fn refund_status(status: RefundStatus) -> &'static str {
+    match status {
+        RefundStatus::Pending => "Refund in progress",
+        RefundStatus::Succeeded => "Refunded",
+        RefundStatus::Failed => "Refund failed",
+    }
+}
 
 /// Something the page has to say to the shopper, shown in the live region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,10 @@
 
 use super::rules::{PayFlow, Phase};
 use super::texts::{self, Notice};
+use crate::api::RefundSummary;
 use crate::format::format_timestamp;
 use api_types::api::{Account, Order};
-use api_types::{AttemptStatus, OrderStatus, format_minor};
+use api_types::{AttemptStatus, OrderStatus, RefundRequester, RefundStatus, format_minor};
 
 impl PayFlow {
     /// What the page shows for this state.
@@ -58,7 +59,18 @@ impl PayFlow {
                 if self.phase == Phase::Done
                     && matches!(order.status, OrderStatus::Paid | OrderStatus::Refunded) =>
             {
+                let refunded = order.status == OrderStatus::Refunded;
                 Some(Outcome::Paid {
+                    heading: if refunded {
+                        texts::RECEIPT_REFUNDED
+                    } else {
+                        texts::RECEIPT_PAID
+                    },
+                    summary: if refunded {
+                        texts::RECEIPT_REFUNDED_SUMMARY
+                    } else {
+                        texts::RECEIPT_PAID_SUMMARY
+                    },
                     paid_at: order.paid_at.map(format_timestamp),
                     payment_id: self.payment_id.map(|id| id.to_string()),
                 })
@@ -89,6 +101,11 @@ impl PayFlow {
             progress,
             notice: self.notice,
             outcome,
+            refunds: if self.phase == Phase::Done {
+                self.refunds.iter().map(RefundLine::of).collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -107,8 +124,12 @@ pub struct PayButton {
 /// How a settled order ended, for the receipt or the failure panel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Charged once.
+    /// Charged once (and perhaps given back since, in part or in full).
     Paid {
+        /// The receipt's heading: paid, or refunded in full.
+        heading: &'static str,
+        /// The line under it.
+        summary: &'static str,
         /// When, formatted for people.
         paid_at: Option<String>,
         /// Our payment id, when it was paid from this page load.
@@ -138,6 +159,33 @@ pub struct PayView {
     pub notice: Option<Notice>,
     /// The receipt or failure reason, once final.
     pub outcome: Option<Outcome>,
+    /// The final order's refunds, oldest first, listed under the receipt.
+    pub refunds: Vec<RefundLine>,
+}
+
+/// One refund as listed under the receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundLine {
+    /// The amount given back, formatted.
+    pub amount: String,
+    /// Where it stands (its wire spelling goes into `data-status`).
+    pub status: RefundStatus,
+    /// Where it stands, in words.
+    pub status_text: &'static str,
+    /// Why the checkout gave it back by itself, for an automatic refund.
+    pub note: Option<&'static str>,
+}
+
+impl RefundLine {
+    fn of(refund: &RefundSummary) -> Self {
+        Self {
+            amount: format_minor(refund.amount_cents, refund.currency),
+            status: refund.status,
+            status_text: texts::refund_status(refund.status),
+            note: (refund.requested_by == RefundRequester::Automatic)
+                .then_some(texts::REFUND_AUTOMATIC),
+        }
+    }
 }
 
 /// The balance of the account the order charges, formatted, when it is one of

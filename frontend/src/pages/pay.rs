@@ -6,7 +6,7 @@
 //! flow's [`Effect::SignIn`]) and comes back here afterwards.
 
 use crate::components::{NoticeBox, StatusBadge};
-use crate::flow::{Effect, Event, Outcome, PayFlow, balance_text};
+use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
 use crate::{api, or_sign_in, sign_in_again};
 use api_types::api::{Account, PayRequest};
 use gloo_timers::future::TimeoutFuture;
@@ -59,6 +59,10 @@ impl Controller {
                         Err(err) => Event::PayFailed(err),
                     }
                 }
+                Effect::FetchRefunds => match api::refunds(order_no).await {
+                    Ok(refunds) => Event::RefundsFetched(refunds),
+                    Err(err) => Event::RefundsFetchFailed(err),
+                },
                 Effect::RefreshBalance => {
                     this.refresh_balance().await;
                     return;
@@ -231,7 +235,11 @@ pub fn PayPage(
                 </Show>
             </div>
 
-            {move || view_model.read().outcome.clone().map(render_outcome)}
+            // One closure for the outcome and the refunds under it: they change together.
+            {move || {
+                let view = view_model.read();
+                (view.outcome.clone().map(render_outcome), render_refunds(view.refunds.clone()))
+            }}
 
             <p class="back">
                 <a href="/">"Back to the shop"</a>
@@ -243,12 +251,14 @@ pub fn PayPage(
 fn render_outcome(outcome: Outcome) -> AnyView {
     match outcome {
         Outcome::Paid {
+            heading,
+            summary,
             paid_at,
             payment_id,
         } => view! {
             <section id="receipt" data-testid="receipt" class="receipt" aria-labelledby="receipt-title">
-                <h2 id="receipt-title">"Payment received"</h2>
-                <p>"Thank you. Your order is paid."</p>
+                <h2 id="receipt-title" data-testid="receipt-title">{heading}</h2>
+                <p>{summary}</p>
                 <dl class="facts">
                     {paid_at
                         .map(|at| {
@@ -283,4 +293,28 @@ fn render_outcome(outcome: Outcome) -> AnyView {
         }
         .into_any(),
     }
+}
+
+/// The refunds under the receipt; nothing when there are none.
+fn render_refunds(refunds: Vec<RefundLine>) -> impl IntoView {
+    (!refunds.is_empty()).then(|| {
+        let lines = refunds
+            .into_iter()
+            .map(|line| {
+                view! {
+                    <li data-testid="refund" data-status=line.status.as_str()>
+                        <span data-testid="refund-amount" class="amount">{line.amount}</span>
+                        <span data-testid="refund-status">{line.status_text}</span>
+                        {line.note.map(|note| view! { <small data-testid="refund-note">{note}</small> })}
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <section id="refunds" data-testid="refunds" class="refunds" aria-labelledby="refunds-title">
+                <h2 id="refunds-title">"Refunds"</h2>
+                <ul>{lines}</ul>
+            </section>
+        }
+    })
 }

@@ -7,9 +7,10 @@ mod rules;
 mod view;
 
 use crate::api::ApiError;
+use crate::api::RefundSummary;
 use crate::flow::{Effect, Event, PayFlow};
 use api_types::api::{Order, PayAccepted, RequestToken};
-use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus};
+use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus, RefundRequester, RefundStatus};
 use time::macros::datetime;
 use uuid::Uuid;
 
@@ -25,13 +26,28 @@ fn order(status: OrderStatus) -> Order {
         currency: eur(),
         status,
         created_at: datetime!(2025-01-31 14:00:00 UTC),
-        paid_at: (status == OrderStatus::Paid).then_some(datetime!(2025-01-31 14:05:09.123 UTC)),
+        paid_at: matches!(status, OrderStatus::Paid | OrderStatus::Refunded)
+            .then_some(datetime!(2025-01-31 14:05:09.123 UTC)),
         expires_at: datetime!(2025-01-31 14:30:00 UTC),
         failure_reason: (status == OrderStatus::Failed).then(|| "card declined".into()),
         description: Some("Coffee beans, 1 kg".into()),
         pay_url: "http://127.0.0.1:3000/pay/ORD1".into(),
         payment_status: None,
-        refunded_cents: 0,
+        refunded_cents: if status == OrderStatus::Refunded {
+            1_250
+        } else {
+            0
+        },
+    }
+}
+
+/// A refund of ORD1's, in EUR, as the page reads it.
+fn refund(amount_cents: i64, status: RefundStatus, requested_by: RefundRequester) -> RefundSummary {
+    RefundSummary {
+        amount_cents,
+        currency: eur(),
+        status,
+        requested_by,
     }
 }
 

@@ -1,13 +1,13 @@
 //! The reducer: which effects each event leads to, how many tokens a page
 //! load asks for, and which failures are retried with the same token.
 
-use super::{accepted, network, order, ready, server_error, token};
+use super::{accepted, network, order, ready, refund, server_error, token};
 use crate::api::ApiError;
 use crate::flow::{
     Effect, Event, MAX_POLLS, Notice, Outcome, POLL_INTERVAL_MS, PayButton, PayFlow, Phase,
     SUBMIT_RETRY_DELAYS_MS, submit_retry_delay,
 };
-use api_types::{ErrorCode, OrderStatus};
+use api_types::{ErrorCode, OrderStatus, RefundRequester, RefundStatus};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -91,7 +91,7 @@ fn an_accepted_payment_is_polled_until_paid_and_shows_a_receipt() {
     );
     assert_eq!(
         flow.apply(Event::OrderFetched(order(OrderStatus::Paid))),
-        vec![Effect::RefreshBalance]
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
     );
     assert_eq!(flow.phase, Phase::Done);
     let view = flow.view();
@@ -99,6 +99,8 @@ fn an_accepted_payment_is_polled_until_paid_and_shows_a_receipt() {
     assert_eq!(
         view.outcome,
         Some(Outcome::Paid {
+            heading: "Payment received",
+            summary: "Thank you. Your order is paid.",
             paid_at: Some("2025-01-31 14:05:09 UTC".into()),
             payment_id: Some(Uuid::from_u128(99).to_string()),
         })
@@ -248,7 +250,7 @@ fn an_order_settled_elsewhere_is_reloaded_to_show_the_truth() {
     assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }]);
     assert_eq!(
         flow.apply(Event::OrderFetched(order(OrderStatus::Paid))),
-        vec![Effect::RefreshBalance]
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
     );
     assert_eq!(flow.phase, Phase::Done);
     assert_eq!(flow.notice, Some(Notice::AlreadySettled));
@@ -356,4 +358,87 @@ fn a_401_without_the_unauthenticated_code_is_not_a_lost_session() {
             .is_empty()
     );
     assert_eq!(flow.phase, Phase::OrderUnavailable);
+}
+
+#[test]
+fn a_final_order_fetches_its_refunds_once_and_keeps_them() {
+    let mut flow = PayFlow::new();
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Paid))),
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
+    );
+    let refunds = vec![
+        refund(250, RefundStatus::Succeeded, RefundRequester::Merchant),
+        refund(500, RefundStatus::Pending, RefundRequester::Merchant),
+    ];
+    assert!(
+        flow.apply(Event::RefundsFetched(refunds.clone()))
+            .is_empty()
+    );
+    assert_eq!(flow.refunds, refunds);
+    assert_eq!(flow.notice, None);
+    // A late copy of the order asks for nothing more: one fetch per final read.
+    assert!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Paid)))
+            .is_empty()
+    );
+    assert_eq!(flow.tokens_requested, 0);
+}
+
+#[test]
+fn a_pending_order_fetches_no_refunds_until_it_is_read_final_again() {
+    let mut flow = PayFlow::new();
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending))),
+        vec![Effect::IssueToken]
+    );
+    // Settled elsewhere (here: refunded in full): the page re-fetches the
+    // order, and with it the refunds.
+    assert_eq!(
+        flow.apply(Event::TokenFailed(server_error(
+            409,
+            ErrorCode::OrderNotPayable
+        ))),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Refunded))),
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
+    );
+    assert_eq!(flow.phase, Phase::Done);
+}
+
+#[test]
+fn a_refunds_answer_before_the_order_is_final_changes_nothing() {
+    let mut flow = ready();
+    let before = flow.clone();
+    let late = vec![refund(
+        1_250,
+        RefundStatus::Succeeded,
+        RefundRequester::Automatic,
+    )];
+    assert!(flow.apply(Event::RefundsFetched(late)).is_empty());
+    assert!(flow.apply(Event::RefundsFetchFailed(network())).is_empty());
+    assert_eq!(flow, before);
+}
+
+#[test]
+fn refunds_that_cannot_be_read_leave_the_receipt_without_a_list() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Paid)));
+    assert!(flow.apply(Event::RefundsFetchFailed(network())).is_empty());
+    let view = flow.view();
+    assert_eq!(view.notice, None, "the receipt is not a problem");
+    assert!(view.refunds.is_empty());
+    assert!(matches!(view.outcome, Some(Outcome::Paid { .. })));
+
+    // A lost session is a lost session here too.
+    assert_eq!(
+        flow.apply(Event::RefundsFetchFailed(server_error(
+            401,
+            ErrorCode::Unauthenticated
+        ))),
+        vec![Effect::SignIn]
+    );
+    assert_eq!(flow.phase, Phase::SignedOut);
 }

@@ -1,9 +1,9 @@
 //! What the page shows: which buttons, which outcome, whose balance.
 
-use super::{accepted, eur, order, ready};
-use crate::flow::{Effect, Event, Outcome, PayFlow, balance_text};
-use api_types::OrderStatus;
+use super::{accepted, eur, order, ready, refund};
+use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
 use api_types::api::Account;
+use api_types::{OrderStatus, RefundRequester, RefundStatus};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -22,7 +22,7 @@ fn a_settled_order_shows_its_final_state_and_no_pay_button() {
     for status in [OrderStatus::Paid, OrderStatus::Failed] {
         let mut flow = PayFlow::new();
         let effects = flow.apply(Event::OrderFetched(order(status)));
-        assert_eq!(effects, vec![Effect::RefreshBalance]);
+        assert_eq!(effects, vec![Effect::RefreshBalance, Effect::FetchRefunds]);
         assert_eq!(flow.tokens_requested, 0);
         let view = flow.view();
         assert_eq!(view.pay_button, None);
@@ -32,10 +32,13 @@ fn a_settled_order_shows_its_final_state_and_no_pay_button() {
             (
                 OrderStatus::Paid,
                 Some(Outcome::Paid {
+                    heading,
                     paid_at,
                     payment_id,
+                    ..
                 }),
             ) => {
+                assert_eq!(heading, "Payment received");
                 assert_eq!(paid_at.as_deref(), Some("2025-01-31 14:05:09 UTC"));
                 assert_eq!(payment_id, None);
             }
@@ -124,4 +127,98 @@ fn an_unconfirmed_payment_says_it_is_being_confirmed_never_that_it_failed() {
     settled.payment_status = Some(api_types::AttemptStatus::Succeeded);
     flow.apply(Event::OrderFetched(settled));
     assert!(matches!(flow.view().outcome, Some(Outcome::Paid { .. })));
+}
+
+#[test]
+fn refunds_are_listed_with_their_amount_and_status_in_words() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Paid)));
+    assert!(flow.view().refunds.is_empty(), "nothing until they arrive");
+    flow.apply(Event::RefundsFetched(vec![
+        refund(113, RefundStatus::Failed, RefundRequester::Merchant),
+        refund(250, RefundStatus::Succeeded, RefundRequester::Operator),
+        refund(100_000, RefundStatus::Pending, RefundRequester::Merchant),
+    ]));
+
+    let view = flow.view();
+
+    let line = |amount: &str, status, status_text| RefundLine {
+        amount: amount.into(),
+        status,
+        status_text,
+        note: None,
+    };
+    assert_eq!(
+        view.refunds,
+        vec![
+            line("1.13 EUR", RefundStatus::Failed, "Refund failed"),
+            line("2.50 EUR", RefundStatus::Succeeded, "Refunded"),
+            line("1,000.00 EUR", RefundStatus::Pending, "Refund in progress"),
+        ]
+    );
+    // A partial refund leaves the order paid: the receipt still says so.
+    assert!(matches!(
+        view.outcome,
+        Some(Outcome::Paid {
+            heading: "Payment received",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_refunded_order_reads_refunded() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Refunded)));
+    flow.apply(Event::RefundsFetched(vec![refund(
+        1_250,
+        RefundStatus::Succeeded,
+        RefundRequester::Merchant,
+    )]));
+
+    let view = flow.view();
+
+    assert_eq!(view.status, Some(OrderStatus::Refunded));
+    assert_eq!(view.pay_button, None);
+    assert_eq!(
+        view.outcome,
+        Some(Outcome::Paid {
+            heading: "Refunded",
+            summary: "Your payment was given back in full.",
+            paid_at: Some("2025-01-31 14:05:09 UTC".into()),
+            payment_id: None,
+        })
+    );
+    assert_eq!(view.refunds.len(), 1);
+    assert_eq!(view.refunds[0].status_text, "Refunded");
+}
+
+#[test]
+fn an_automatic_refund_says_it_was_a_payment_we_could_not_book() {
+    // The platform took money for an order that failed here: it goes back by itself.
+    let mut flow = PayFlow::new();
+    assert_eq!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Failed))),
+        vec![Effect::RefreshBalance, Effect::FetchRefunds]
+    );
+    flow.apply(Event::RefundsFetched(vec![refund(
+        1_250,
+        RefundStatus::Pending,
+        RefundRequester::Automatic,
+    )]));
+
+    let view = flow.view();
+
+    assert!(matches!(view.outcome, Some(Outcome::Failed { .. })));
+    assert_eq!(
+        view.refunds,
+        vec![RefundLine {
+            amount: "12.50 EUR".into(),
+            status: RefundStatus::Pending,
+            status_text: "Refund in progress",
+            note: Some(
+                "Returned automatically to where it came from: a payment we could not book."
+            ),
+        }]
+    );
 }

@@ -1,9 +1,9 @@
 //! Test support: the real backend in-process on a random port (fresh database,
 //! real Redis with a per-test key prefix, demo mode with the demo shoppers)
 //! serving the built `dist/`, a headless Chromium driven through its own
-//! chromedriver and signed in through the `/signin` page, orders placed through
-//! the merchant API with exact amounts, and read-only database probes that say
-//! what really happened.
+//! chromedriver and signed in through the `/signin` page, orders placed (and
+//! refunded) through the merchant API with exact amounts, and read-only
+//! database probes that say what really happened.
 //!
 //! Every document the browser loads records the Content-Security-Policy
 //! violations it reports (a `securitypolicyviolation` listener installed before
@@ -13,7 +13,8 @@
 //! Browser tests run one at a time (see [`BROWSER_SLOT`]): two cores do not run
 //! several Chromiums and backends at once without making timings flaky.
 
-use api_types::api::{CreateMerchantOrder, Order};
+use api_types::RefundStatus;
+use api_types::api::{CreateMerchantOrder, CreateRefund, Order, Refund};
 use backend::config::{Config, PlatformKind};
 use backend::routes::demo::DEMO_SHOPPERS;
 use backend::startup::Application;
@@ -457,6 +458,65 @@ impl TestApp {
         answer.json().await.expect("an Order")
     }
 
+    /// Gives `amount_cents` of a paid order back, as the merchant would
+    /// (`POST /api/merchant/orders/{order_no}/refunds`): the refund, PENDING
+    /// until the sandbox platform's refund callback settles it.
+    pub async fn refund(&self, order_no: &str, amount_cents: i64, reason: &str) -> Refund {
+        let body = CreateRefund {
+            amount_cents,
+            reason: reason.to_owned(),
+        };
+        let answer = self
+            .http
+            .post(format!(
+                "{}/api/merchant/orders/{order_no}/refunds",
+                self.address
+            ))
+            .bearer_auth(MERCHANT_API_KEY)
+            .header("idempotency-key", Uuid::new_v4().to_string())
+            .json(&body)
+            .send()
+            .await
+            .expect("POST /api/merchant/orders/{order_no}/refunds answers");
+        assert_eq!(
+            answer.status(),
+            reqwest::StatusCode::ACCEPTED,
+            "merchant refund: {}",
+            answer.text().await.unwrap_or_default()
+        );
+        answer.json().await.expect("a Refund")
+    }
+
+    /// The order's refunds as the merchant reads them
+    /// (`GET /api/merchant/orders/{order_no}/refunds`), oldest first.
+    pub async fn merchant_refunds(&self, order_no: &str) -> Vec<Refund> {
+        let answer = self
+            .http
+            .get(format!(
+                "{}/api/merchant/orders/{order_no}/refunds",
+                self.address
+            ))
+            .bearer_auth(MERCHANT_API_KEY)
+            .send()
+            .await
+            .expect("GET /api/merchant/orders/{order_no}/refunds answers");
+        assert_eq!(answer.status(), reqwest::StatusCode::OK, "merchant refunds");
+        answer.json().await.expect("a list of refunds")
+    }
+
+    /// Waits until the merchant API shows the refund `refund_no` as `status`
+    /// (the sandbox settles a refund after its callback delay).
+    pub async fn wait_for_refund(&self, order_no: &str, refund_no: &str, status: RefundStatus) {
+        self.eventually(&format!("refund {refund_no} to be {status}"), || async {
+            self.merchant_refunds(order_no)
+                .await
+                .iter()
+                .any(|r| r.refund_no == refund_no && r.status == status)
+                .then_some(())
+        })
+        .await;
+    }
+
     /// `GET {path}` from inside the page, with the browser's session cookie:
     /// the status and the JSON body (null when there is none).
     pub async fn fetch_in_browser(&self, path: &str) -> (u16, Value) {
@@ -627,6 +687,21 @@ impl TestApp {
             .execute(script, vec![])
             .await
             .unwrap_or_else(|err| panic!("script failed: {err}\n{script}"))
+    }
+
+    /// The refund lines under the receipt, in page order: for each, its
+    /// amount and status as shown, its `data-status`, and its note ("" when
+    /// it has none).
+    pub async fn refund_lines(&self) -> Vec<(String, String, String, String)> {
+        let lines = self
+            .js("const text = (line, id) =>
+                   line.querySelector(`[data-testid=${id}]`)?.textContent ?? '';
+                 return [...document.querySelectorAll('[data-testid=refund]')].map((line) => [
+                   text(line, 'refund-amount'), text(line, 'refund-status'),
+                   line.dataset.status ?? '', text(line, 'refund-note'),
+                 ]);")
+            .await;
+        serde_json::from_value(lines).expect("a list of [amount, status, data-status, note]")
     }
 
     /// Cuts the page off the network (Chromium's network emulation), or restores it.

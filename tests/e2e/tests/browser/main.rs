@@ -4,7 +4,8 @@
 //!
 //! Each test signs in through the `/signin` page (as a demo shopper) unless it
 //! is about being signed out, and checks what the page shows against what the
-//! database holds: tokens issued, payment attempts, ledger charges and balances.
+//! database holds: tokens issued, payment attempts, ledger charges, refunds and
+//! balances.
 
 mod csp;
 mod expired_token;
@@ -14,6 +15,7 @@ mod offline_while_paying;
 mod ownership;
 mod pay_once;
 mod redis_outage;
+mod refunds;
 mod reload_in_flight;
 mod sign_in;
 mod sign_out;
