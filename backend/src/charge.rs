@@ -137,7 +137,7 @@ impl Decision {
 impl Decision {
     /// For a success the platform reports: the anomaly saying why it could not
     /// be booked, when the platform holds money that never entered our books (it
-    /// is then given back in full, [`crate::refunds::start_automatic`]). `None`
+    /// is then given back in full, `refunds::start_automatic`). `None`
     /// when it was charged, when it is our charged payment again, and for failures.
     pub const fn unbooked_success(self, kind: CallbackType) -> Option<AnomalyKind> {
         match (kind, self) {
