@@ -60,7 +60,7 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers).
+//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set).
 
 #![warn(missing_docs)]
 
@@ -69,6 +69,7 @@ pub mod chaos;
 pub mod config;
 pub mod delivery;
 pub mod error;
+pub mod keys;
 pub mod outcome;
 pub mod payment;
 pub mod refund;
@@ -76,7 +77,7 @@ pub mod schedule;
 
 pub use callback_signing::CallbackSecret;
 pub use chaos::{Chaos, Redeliver};
-pub use config::{ConfigError, SimArgs, SimConfig};
+pub use config::{ConfigError, SimArgs, SimConfig, WechatPayConfig};
 pub use delivery::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use error::SimError;
 pub use outcome::{Outcome, OutcomeRule};
