@@ -372,6 +372,41 @@ mod tests {
     }
 
     #[test]
+    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let keys = crate::keys::write_local_keys(dir.path())
+            .expect("keys written")
+            .0;
+        let path = dir.path().to_str().expect("a UTF-8 path");
+        let args = |extra: &[&str]| {
+            let argv = ["platform-sim", "--wechatpay-keys", path]
+                .into_iter()
+                .chain(extra.iter().copied());
+            Cli::try_parse_from(argv).expect("parses").sim
+        };
+
+        let config = args(&[
+            "--wechatpay-mchid",
+            "1900009191",
+            "--wechatpay-appid",
+            "wx1",
+        ])
+        .into_config_with_keys(CallbackSecret::generate())
+        .expect("loads");
+        let missing = args(&["--wechatpay-mchid", "1900009191"])
+            .into_config_with_keys(CallbackSecret::generate());
+
+        let wechatpay = config.wechatpay.expect("WeChat Pay is on");
+        assert_eq!(wechatpay.mchid, "1900009191");
+        assert_eq!(wechatpay.appid, "wx1");
+        assert_eq!(wechatpay.merchant.serial_no, keys.merchant_serial_no);
+        assert_eq!(wechatpay.merchant.public_key, keys.merchant_public);
+        assert_eq!(wechatpay.platform_signer.serial, keys.platform_serial_no);
+        assert!(matches!(missing, Err(ConfigError::WechatPayIds)));
+        assert_eq!(parse(&[]).wechatpay, None);
+    }
+
+    #[test]
     fn always_fail_overrides_the_suffix_rule() {
         assert_eq!(parse(&["--always-fail"]).outcome, OutcomeRule::AlwaysFail);
     }

@@ -18,7 +18,13 @@
 //! and reported by a signed `refund.succeeded` or `refund.failed` callback,
 //! delivered like a payment's: same schedule, same chaos knobs.
 //!
-//! Routes ([`Simulator::router`]); every error is `{"error":{"code","message"}}`:
+//! With [`SimConfig::wechatpay`] set it also speaks WeChat Pay API v3 under
+//! `/v3/...` ([`wechatpay`]): merchant-signed requests, platform-signed
+//! answers, and encrypted `TRANSACTION.SUCCESS` / `REFUND.*` notifications,
+//! from the same book and through the same retrying sender and chaos knobs.
+//! `platform-sim keys DIR` ([`keys`]) writes the key set both sides load.
+//!
+//! Routes ([`Simulator::router`]); every `/v1` error is `{"error":{"code","message"}}`:
 //!
 //! - `POST /v1/payments` with `Idempotency-Key`: 201 [`PaymentCreated`]; the
 //!   same key and body again, 200 with `Idempotent-Replayed: true`; the same

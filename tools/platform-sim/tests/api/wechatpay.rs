@@ -560,3 +560,52 @@ async fn chaos_copies_share_an_id_and_a_second_success_has_its_own() {
             .all(|r| r.event_type == EventType::TransactionSuccess)
     );
 }
+
+#[tokio::test]
+async fn a_failed_refund_is_abnormal_and_notified_as_refund_abnormal() {
+    let merchant = merchant(|_| {}).await;
+    let receiver = WxReceiver::start(0).await;
+    let order = out_trade_no();
+    merchant.prepay(&order, 1000, &receiver.url).await;
+    merchant.wait_for_state(&order, TradeState::Success).await;
+    let refund_no = format!("RF{order}");
+
+    let accepted = merchant
+        .refund(&refund_body(&order, &refund_no, 113, 1000))
+        .await;
+    let received = receiver.wait_for(2).await;
+    let refund = merchant.query_refund(&refund_no).await;
+    let after = merchant.transaction(&order).await;
+
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.json());
+    assert_eq!(received[1].event_type, EventType::RefundAbnormal);
+    assert_eq!(refund.status, RefundStatus::Abnormal);
+    assert_eq!(refund.success_time, None);
+    assert_eq!(
+        after.trade_state,
+        TradeState::Success,
+        "nothing was refunded"
+    );
+}
+
+#[tokio::test]
+async fn a_lost_prepay_answer_is_a_system_error_and_the_retry_gets_the_order() {
+    let merchant = merchant(|_| {}).await;
+    let receiver = WxReceiver::start(0).await;
+    merchant
+        .app
+        .set_chaos(&json!({"lose_create_answer": true, "hold_processing": "1h"}))
+        .await;
+    let order = out_trade_no();
+
+    let lost = merchant.prepay(&order, 1000, &receiver.url).await;
+    let retried = merchant.prepay(&order, 1000, &receiver.url).await;
+    let state = merchant.transaction(&order).await;
+
+    assert_eq!(
+        (lost.status, lost.code().as_str()),
+        (StatusCode::INTERNAL_SERVER_ERROR, "SYSTEM_ERROR")
+    );
+    assert_eq!(retried.status, StatusCode::OK);
+    assert_eq!(state.trade_state, TradeState::NotPay);
+}
