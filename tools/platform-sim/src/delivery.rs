@@ -529,3 +529,21 @@ fn describe(err: &reqwest::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wechat_pay_is_acknowledged_only_by_200_and_204() {
+        let answered = AttemptOutcome::Answered;
+        for status in [200, 204] {
+            assert!(Protocol::WechatPay.accepts(&answered(status)), "{status}");
+        }
+        for status in [201, 202, 400, 500] {
+            assert!(!Protocol::WechatPay.accepts(&answered(status)), "{status}");
+        }
+        assert!(Protocol::StandardWebhooks.accepts(&answered(202)));
+        assert!(!Protocol::WechatPay.accepts(&AttemptOutcome::NoAnswer("timed out".into())));
+    }
+}

@@ -224,6 +224,7 @@ fn out_trade_no() -> String {
 #[derive(Debug, Clone)]
 struct Received {
     id: String,
+    arrived: Instant,
     event_type: EventType,
     payload: NotificationPayload,
 }
@@ -319,6 +320,7 @@ async fn receive(State(state): State<ReceiverState>, headers: HeaderMap, body: B
         let mut received = state.received.lock().expect("not poisoned");
         received.push(Received {
             id: notification.id.clone(),
+            arrived: Instant::now(),
             event_type: notification.event_type,
             payload,
         });
@@ -608,4 +610,31 @@ async fn a_lost_prepay_answer_is_a_system_error_and_the_retry_gets_the_order() {
     );
     assert_eq!(retried.status, StatusCode::OK);
     assert_eq!(state.trade_state, TradeState::NotPay);
+}
+
+#[tokio::test]
+async fn refused_notifications_follow_the_wechat_schedule() {
+    // 15 s and 15 s at a time scale of 0.01: 150 ms, then 150 ms.
+    let merchant = merchant(|config| {
+        config.schedule = platform_sim::Schedule::Wechat;
+        config.time_scale = 0.01;
+    })
+    .await;
+    let receiver = WxReceiver::start(2).await;
+    let order = out_trade_no();
+
+    merchant.prepay(&order, 1000, &receiver.url).await;
+    let received = receiver.wait_for(3).await;
+
+    let gaps: Vec<Duration> = received
+        .windows(2)
+        .map(|pair| pair[1].arrived.duration_since(pair[0].arrived))
+        .collect();
+    assert!(received.iter().all(|r| r.id == received[0].id));
+    for gap in gaps {
+        assert!(
+            gap >= Duration::from_millis(140) && gap < Duration::from_secs(2),
+            "{gap:?}"
+        );
+    }
 }
