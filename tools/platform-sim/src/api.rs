@@ -28,7 +28,13 @@ pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
 /// Every route of the simulator.
 pub(crate) fn router(simulator: Simulator) -> Router {
+    let wechatpay = if simulator.config().wechatpay.is_some() {
+        crate::wechatpay::routes()
+    } else {
+        Router::new()
+    };
     Router::new()
+        .merge(wechatpay)
         .route("/healthz", get(healthz))
         .route("/v1/payments", post(create_payment))
         .route("/v1/payments/{payment_id}", get(get_payment))

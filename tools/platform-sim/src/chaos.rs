@@ -23,6 +23,12 @@
 //! `refund.succeeded`). Every payment and every refund takes a copy of the
 //! knobs when it is created, so changing them at runtime (`POST /v1/chaos`)
 //! affects only later ones.
+//!
+//! WeChat Pay payments and refunds (`/v3`, [`crate::wechatpay`]) take the same
+//! knobs, with one exception: WeChat Pay sends no notification of a failed
+//! payment, so [`Chaos::reorder`] leaves them alone. Copies and redeliveries keep
+//! the notification's `id`; a second success is a new notification with a new `id`;
+//! a lost creation answer is a 500 `SYSTEM_ERROR`.
 
 use crate::schedule::{ScheduleError, format_duration, parse_duration, parse_repeat};
 use serde::{Deserialize, Serialize};

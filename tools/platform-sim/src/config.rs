@@ -6,7 +6,10 @@ use crate::outcome::OutcomeRule;
 use crate::schedule::{Schedule, parse_duration};
 use callback_signing::{CallbackSecret, SecretError};
 use clap::builder::BoolishValueParser;
+use platform_protocols::keys::{ApiV3Key, KeyError, LocalKeys};
+use platform_protocols::wechatpay::{MerchantKey, PlatformSigner};
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Everything a [`Simulator`](crate::Simulator) needs. `SimConfig::default()` is a
@@ -29,6 +32,76 @@ pub struct SimConfig {
     pub outcome: OutcomeRule,
     /// The misbehaviours applied to payments and refunds created from now on (changeable at runtime).
     pub chaos: Chaos,
+    /// When set, the simulator also speaks WeChat Pay API v3 (`/v3/...`) for this merchant.
+    pub wechatpay: Option<WechatPayConfig>,
+}
+
+/// The one merchant the simulator's WeChat Pay side serves, and the platform's own
+/// keys: requests are verified with the merchant's public key, answers and
+/// notifications signed with the platform's private key, notification resources
+/// encrypted with the APIv3 key.
+#[derive(Clone)]
+pub struct WechatPayConfig {
+    /// The merchant id (`mchid`) requests must be signed for.
+    pub mchid: String,
+    /// The app id bound to the merchant.
+    pub appid: String,
+    /// Verifies the merchant's `Authorization` headers (its key and serial).
+    pub merchant: MerchantKey,
+    /// Signs answers and notifications (`Wechatpay-Serial` is its serial).
+    pub platform_signer: PlatformSigner,
+    /// Encrypts notification resources.
+    pub apiv3_key: ApiV3Key,
+}
+
+impl WechatPayConfig {
+    /// The configuration for `mchid` and `appid` from a key set written by
+    /// `platform-sim keys DIR` (`platform_protocols::keys::LocalKeys`).
+    pub fn from_keys(mchid: &str, appid: &str, keys: &LocalKeys) -> Self {
+        Self {
+            mchid: mchid.to_owned(),
+            appid: appid.to_owned(),
+            merchant: MerchantKey {
+                mchid: mchid.to_owned(),
+                serial_no: keys.merchant_serial_no.clone(),
+                public_key: keys.merchant_public.clone(),
+            },
+            platform_signer: PlatformSigner {
+                serial: keys.platform_serial_no.clone(),
+                key: keys.platform_private.clone(),
+            },
+            apiv3_key: keys.apiv3_key.clone(),
+        }
+    }
+
+    /// Reads a key set from `dir` (see [`WechatPayConfig::from_keys`]).
+    pub fn load(mchid: &str, appid: &str, dir: &Path) -> Result<Self, KeyError> {
+        Ok(Self::from_keys(mchid, appid, &LocalKeys::load(dir)?))
+    }
+}
+
+impl PartialEq for WechatPayConfig {
+    // Keys compare by their public halves and serials; the APIv3 key is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.mchid == other.mchid
+            && self.appid == other.appid
+            && self.merchant.serial_no == other.merchant.serial_no
+            && self.merchant.public_key == other.merchant.public_key
+            && self.platform_signer.serial == other.platform_signer.serial
+            && self.platform_signer.key.public_key() == other.platform_signer.key.public_key()
+    }
+}
+
+impl fmt::Debug for WechatPayConfig {
+    // By hand so no key reaches a log line (the key types redact themselves too).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WechatPayConfig")
+            .field("mchid", &self.mchid)
+            .field("appid", &self.appid)
+            .field("merchant_serial_no", &self.merchant.serial_no)
+            .field("platform_serial_no", &self.platform_signer.serial)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for SimConfig {
@@ -41,6 +114,7 @@ impl Default for SimConfig {
             request_timeout: Duration::from_secs(10),
             outcome: OutcomeRule::default(),
             chaos: Chaos::default(),
+            wechatpay: None,
         }
     }
 }
@@ -56,6 +130,7 @@ impl fmt::Debug for SimConfig {
             .field("request_timeout", &self.request_timeout)
             .field("outcome", &self.outcome)
             .field("chaos", &self.chaos)
+            .field("wechatpay", &self.wechatpay)
             .finish()
     }
 }
@@ -69,6 +144,12 @@ pub enum ConfigError {
     /// The time scale is negative, infinite or NaN.
     #[error("the time scale must be a finite number, 0 or more; got {0}")]
     TimeScale(f64),
+    /// The WeChat Pay keys could not be loaded.
+    #[error("WeChat Pay keys: {0}")]
+    WechatPayKeys(String),
+    /// WeChat Pay was asked for without a merchant id or app id.
+    #[error("--wechatpay-keys needs --wechatpay-mchid and --wechatpay-appid")]
+    WechatPayIds,
     /// The HTTP client for deliveries could not be built.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),
@@ -146,10 +227,45 @@ pub struct SimArgs {
     /// Chaos: every query and close waits this long before answering (real time, not scaled; e.g. 200ms).
     #[arg(long, env = "SIM_QUERY_LATENCY", value_parser = parse_duration)]
     pub query_latency: Option<Duration>,
+
+    /// Also speak WeChat Pay API v3, with the key set `platform-sim keys DIR` wrote into this directory.
+    #[arg(long, env = "SIM_WECHATPAY_KEYS")]
+    pub wechatpay_keys: Option<PathBuf>,
+
+    /// The WeChat Pay merchant id requests must be signed for (with --wechatpay-keys).
+    #[arg(long, env = "SIM_WECHATPAY_MCHID")]
+    pub wechatpay_mchid: Option<String>,
+
+    /// The WeChat Pay app id of the merchant (with --wechatpay-keys).
+    #[arg(long, env = "SIM_WECHATPAY_APPID")]
+    pub wechatpay_appid: Option<String>,
 }
 
 impl SimArgs {
-    /// The configuration these arguments describe, signing with `secret`.
+    /// The configuration these arguments describe, signing with `secret`, with
+    /// the WeChat Pay side loaded from `--wechatpay-keys` when it is given.
+    pub fn into_config_with_keys(self, secret: CallbackSecret) -> Result<SimConfig, ConfigError> {
+        let wechatpay = match &self.wechatpay_keys {
+            None => None,
+            Some(dir) => {
+                let (Some(mchid), Some(appid)) = (&self.wechatpay_mchid, &self.wechatpay_appid)
+                else {
+                    return Err(ConfigError::WechatPayIds);
+                };
+                Some(
+                    WechatPayConfig::load(mchid, appid, dir)
+                        .map_err(|err| ConfigError::WechatPayKeys(err.to_string()))?,
+                )
+            }
+        };
+        Ok(SimConfig {
+            wechatpay,
+            ..self.into_config(secret)
+        })
+    }
+
+    /// The configuration these arguments describe, signing with `secret`
+    /// (without WeChat Pay: see [`SimArgs::into_config_with_keys`]).
     pub fn into_config(self, secret: CallbackSecret) -> SimConfig {
         let outcome = if self.always_fail {
             OutcomeRule::AlwaysFail
@@ -175,6 +291,7 @@ impl SimArgs {
                 succeed_on_close: self.succeed_on_close,
                 query_latency: self.query_latency,
             },
+            wechatpay: None,
         }
     }
 }
@@ -252,6 +369,41 @@ mod tests {
 
         let plain = parse(&[]).chaos;
         assert_eq!(plain, Chaos::default());
+    }
+
+    #[test]
+    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let keys = crate::keys::write_local_keys(dir.path())
+            .expect("keys written")
+            .0;
+        let path = dir.path().to_str().expect("a UTF-8 path");
+        let args = |extra: &[&str]| {
+            let argv = ["platform-sim", "--wechatpay-keys", path]
+                .into_iter()
+                .chain(extra.iter().copied());
+            Cli::try_parse_from(argv).expect("parses").sim
+        };
+
+        let config = args(&[
+            "--wechatpay-mchid",
+            "1900009191",
+            "--wechatpay-appid",
+            "wx1",
+        ])
+        .into_config_with_keys(CallbackSecret::generate())
+        .expect("loads");
+        let missing = args(&["--wechatpay-mchid", "1900009191"])
+            .into_config_with_keys(CallbackSecret::generate());
+
+        let wechatpay = config.wechatpay.expect("WeChat Pay is on");
+        assert_eq!(wechatpay.mchid, "1900009191");
+        assert_eq!(wechatpay.appid, "wx1");
+        assert_eq!(wechatpay.merchant.serial_no, keys.merchant_serial_no);
+        assert_eq!(wechatpay.merchant.public_key, keys.merchant_public);
+        assert_eq!(wechatpay.platform_signer.serial, keys.platform_serial_no);
+        assert!(matches!(missing, Err(ConfigError::WechatPayIds)));
+        assert_eq!(parse(&[]).wechatpay, None);
     }
 
     #[test]

@@ -7,14 +7,24 @@
 //!
 //! Payments and refunds go through the same sender: each is a `Subject`
 //! that gives its body, its `notify_url` and the knobs it copied.
+//!
+//! A callback speaks one of two protocols. Standard Webhooks (`/v1` payments
+//! and refunds): `webhook-*` headers, any 2xx acknowledges. WeChat Pay (payments
+//! and refunds made through `/v3`): the body is a `Notification` whose resource
+//! is encrypted with the APIv3 key, the `Wechatpay-*` headers sign it with the
+//! platform key afresh at each attempt, only 200 and 204 acknowledge, and
+//! there is no notification of a failed payment (so chaos `reorder` does not
+//! apply to it).
 
 use crate::chaos::{Chaos, Redeliver};
-use crate::config::{ConfigError, SimConfig};
+use crate::config::{ConfigError, SimConfig, WechatPayConfig};
 use crate::lock;
 use crate::payment::CallbackRecord;
 use crate::schedule::scale;
 use api_types::api::CallbackType;
 use callback_signing::CallbackSecret;
+use platform_protocols::wechatpay::resource::generate_resource_nonce;
+use platform_protocols::wechatpay::{EventType, Notification, NotificationPayload, generate_nonce};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -61,6 +71,35 @@ pub(crate) trait Subject {
     fn chaos(&self) -> &Chaos;
     /// The JSON body of a `kind` callback about it, stamped `at`.
     fn body(&self, kind: CallbackType, at: OffsetDateTime) -> Vec<u8>;
+    /// True when it was made through WeChat Pay's API, so its callbacks are
+    /// WeChat Pay notifications.
+    fn is_wechat(&self) -> bool {
+        false
+    }
+    /// The WeChat Pay notification reporting `kind`: its event type and its
+    /// resource before encryption; None when WeChat Pay sends none for it.
+    fn wechat_notification(&self, _kind: CallbackType) -> Option<(EventType, NotificationPayload)> {
+        None
+    }
+}
+
+/// How a callback is written, signed and acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// `webhook-id`, `webhook-timestamp`, `webhook-signature`; any 2xx acknowledges.
+    StandardWebhooks,
+    /// `Wechatpay-*` headers over an encrypted notification; 200 or 204 acknowledges.
+    WechatPay,
+}
+
+impl Protocol {
+    /// Whether the receiver's answer acknowledges the callback.
+    fn accepts(self, outcome: &AttemptOutcome) -> bool {
+        match self {
+            Self::StandardWebhooks => outcome.is_success(),
+            Self::WechatPay => matches!(outcome, AttemptOutcome::Answered(200 | 204)),
+        }
+    }
 }
 
 /// The false failure chaos `reorder` sends before a success of this kind;
@@ -146,11 +185,11 @@ impl DeliveryLog {
             .push(callback.id.clone());
     }
 
-    fn record(&self, attempt: DeliveryAttempt) {
+    fn record(&self, attempt: DeliveryAttempt, accepted: bool) {
         let mut book = lock(&self.inner);
         if let Some(record) = book.callbacks.get_mut(&attempt.callback_id) {
             record.attempts += 1;
-            record.delivered |= attempt.outcome.is_success();
+            record.delivered |= accepted;
             if let Some(status) = attempt.outcome.status() {
                 record.last_status = Some(status);
             }
@@ -171,6 +210,7 @@ struct Callback {
     refund_id: Option<String>,
     notify_url: String,
     body: Vec<u8>,
+    protocol: Protocol,
 }
 
 impl Callback {
@@ -184,6 +224,7 @@ impl Callback {
 pub(crate) struct Deliverer {
     http: reqwest::Client,
     signer: CallbackSecret,
+    wechat: Option<WechatPayConfig>,
     retry_delays: Vec<Duration>,
     time_scale: f64,
     log: DeliveryLog,
@@ -200,6 +241,7 @@ impl Deliverer {
         Ok(Self {
             http,
             signer,
+            wechat: config.wechatpay.clone(),
             retry_delays: config.schedule.retry_delays(),
             time_scale: config.time_scale,
             log,
@@ -211,11 +253,22 @@ impl Deliverer {
     /// result, then a second success.
     pub async fn deliver_result(&self, subject: &impl Subject, kind: CallbackType) {
         let chaos = subject.chaos();
-        // Only a success has a false failure that can precede it.
+        let wechat = subject.is_wechat();
+        if wechat && subject.wechat_notification(kind).is_none() {
+            tracing::info!(
+                payment_id = subject.payment_id(),
+                refund_id = subject.refund_id(),
+                outcome = kind.as_str(),
+                "WeChat Pay sends no notification for this outcome"
+            );
+            return;
+        }
+        // Only a success has a false failure that can precede it; WeChat Pay has
+        // no failure notification of a payment, so reorder leaves it alone.
         let failure_kind = false_failure_before(kind);
         let succeeded = failure_kind.is_some();
         let false_failure = failure_kind
-            .filter(|_| chaos.reorder)
+            .filter(|_| chaos.reorder && !wechat)
             .map(|failure| self.new_callback(failure, subject));
         let (answered, failure_answered) = oneshot::channel();
 
@@ -244,13 +297,48 @@ impl Deliverer {
 
     /// A new callback about `subject`, registered in the log so it shows before its first attempt.
     fn new_callback(&self, kind: CallbackType, subject: &impl Subject) -> Callback {
+        let now = OffsetDateTime::now_utc();
+        let wechat = subject
+            .wechat_notification(kind)
+            .zip(self.wechat.as_ref())
+            .and_then(|((event, payload), config)| {
+                let id = Uuid::new_v4().to_string();
+                let encrypted = Notification::encrypt(
+                    &id,
+                    now,
+                    event,
+                    &payload,
+                    &config.apiv3_key,
+                    &generate_resource_nonce(),
+                );
+                match encrypted.map(|notification| serde_json::to_vec(&notification)) {
+                    Ok(Ok(body)) => Some((id, body)),
+                    Ok(Err(err)) => {
+                        tracing::error!(error = %err, "cannot write a WeChat Pay notification");
+                        None
+                    }
+                    Err(err) => {
+                        tracing::error!(error = %err, "cannot encrypt a WeChat Pay notification");
+                        None
+                    }
+                }
+            });
+        let (id, body, protocol) = match wechat {
+            Some((id, body)) => (id, body, Protocol::WechatPay),
+            None => (
+                format!("evt_{}", Uuid::new_v4().simple()),
+                subject.body(kind, now),
+                Protocol::StandardWebhooks,
+            ),
+        };
         let callback = Callback {
-            id: format!("evt_{}", Uuid::new_v4().simple()),
+            id,
             kind,
             payment_id: subject.payment_id().to_owned(),
             refund_id: subject.refund_id().map(str::to_owned),
             notify_url: subject.notify_url().to_owned(),
-            body: subject.body(kind, OffsetDateTime::now_utc()),
+            body,
+            protocol,
         };
         self.log.register(&callback);
         callback
@@ -305,14 +393,11 @@ impl Deliverer {
                 // The receiver of this signal may have stopped waiting; nothing to do then.
                 let _ = answered.send(());
             }
-            let next_wait = if outcome.is_success() {
-                None
-            } else {
-                waits.next()
-            };
+            let accepted = callback.protocol.accepts(&outcome);
+            let next_wait = if accepted { None } else { waits.next() };
             self.record(callback, path, attempt, outcome.clone());
-            log_attempt(callback, path, attempt, &outcome, next_wait);
-            if outcome.is_success() {
+            log_attempt(callback, path, attempt, &outcome, accepted, next_wait);
+            if accepted {
                 break;
             }
             match next_wait {
@@ -342,13 +427,32 @@ impl Deliverer {
 
     /// One signed POST. Signed now, so the timestamp is fresh even on the tenth retry.
     async fn attempt(&self, callback: &Callback) -> AttemptOutcome {
-        let signed = match self.signer.sign_now(&callback.id, &callback.body) {
-            Ok(signed) => signed,
-            Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
-        };
         let mut request = self.http.post(&callback.notify_url);
-        for (name, value) in signed.pairs() {
-            request = request.header(name, value);
+        match (callback.protocol, &self.wechat) {
+            (Protocol::WechatPay, Some(config)) => {
+                let signature = config.platform_signer.sign(
+                    &callback.body,
+                    OffsetDateTime::now_utc().unix_timestamp(),
+                    &generate_nonce(),
+                );
+                for (name, value) in signature.header_pairs() {
+                    request = request.header(name, value);
+                }
+            }
+            (Protocol::WechatPay, None) => {
+                return AttemptOutcome::NoAnswer(
+                    "cannot sign: WeChat Pay is not configured".into(),
+                );
+            }
+            (Protocol::StandardWebhooks, _) => {
+                let signed = match self.signer.sign_now(&callback.id, &callback.body) {
+                    Ok(signed) => signed,
+                    Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
+                };
+                for (name, value) in signed.pairs() {
+                    request = request.header(name, value);
+                }
+            }
         }
         let sent = request
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -362,16 +466,20 @@ impl Deliverer {
     }
 
     fn record(&self, callback: &Callback, path: u32, attempt: u32, outcome: AttemptOutcome) {
-        self.log.record(DeliveryAttempt {
-            callback_id: callback.id.clone(),
-            payment_id: callback.payment_id.clone(),
-            refund_id: callback.refund_id.clone(),
-            kind: callback.kind,
-            path,
-            attempt,
-            outcome,
-            at: OffsetDateTime::now_utc(),
-        });
+        let accepted = callback.protocol.accepts(&outcome);
+        self.log.record(
+            DeliveryAttempt {
+                callback_id: callback.id.clone(),
+                payment_id: callback.payment_id.clone(),
+                refund_id: callback.refund_id.clone(),
+                kind: callback.kind,
+                path,
+                attempt,
+                outcome,
+                at: OffsetDateTime::now_utc(),
+            },
+            accepted,
+        );
     }
 }
 
@@ -380,6 +488,7 @@ fn log_attempt(
     path: u32,
     attempt: u32,
     outcome: &AttemptOutcome,
+    accepted: bool,
     next_wait: Option<Duration>,
 ) {
     let id = &callback.id;
@@ -388,7 +497,7 @@ fn log_attempt(
     let kind = callback.kind.as_str();
     let status = outcome.status();
     let error = outcome_error(outcome);
-    if outcome.is_success() {
+    if accepted {
         tracing::info!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, "callback delivered");
     } else if let Some(wait) = next_wait {
         tracing::warn!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, error,
@@ -419,4 +528,22 @@ fn describe(err: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wechat_pay_is_acknowledged_only_by_200_and_204() {
+        let answered = AttemptOutcome::Answered;
+        for status in [200, 204] {
+            assert!(Protocol::WechatPay.accepts(&answered(status)), "{status}");
+        }
+        for status in [201, 202, 400, 500] {
+            assert!(!Protocol::WechatPay.accepts(&answered(status)), "{status}");
+        }
+        assert!(Protocol::StandardWebhooks.accepts(&answered(202)));
+        assert!(!Protocol::WechatPay.accepts(&AttemptOutcome::NoAnswer("timed out".into())));
+    }
 }

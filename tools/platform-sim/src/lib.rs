@@ -18,7 +18,13 @@
 //! and reported by a signed `refund.succeeded` or `refund.failed` callback,
 //! delivered like a payment's: same schedule, same chaos knobs.
 //!
-//! Routes ([`Simulator::router`]); every error is `{"error":{"code","message"}}`:
+//! With [`SimConfig::wechatpay`] set it also speaks WeChat Pay API v3 under
+//! `/v3/...` ([`wechatpay`]): merchant-signed requests, platform-signed
+//! answers, and encrypted `TRANSACTION.SUCCESS` / `REFUND.*` notifications,
+//! from the same book and through the same retrying sender and chaos knobs.
+//! `platform-sim keys DIR` ([`keys`]) writes the key set both sides load.
+//!
+//! Routes ([`Simulator::router`]); every `/v1` error is `{"error":{"code","message"}}`:
 //!
 //! - `POST /v1/payments` with `Idempotency-Key`: 201 [`PaymentCreated`]; the
 //!   same key and body again, 200 with `Idempotent-Replayed: true`; the same
@@ -60,7 +66,7 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers).
+//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set).
 
 #![warn(missing_docs)]
 
@@ -69,14 +75,16 @@ pub mod chaos;
 pub mod config;
 pub mod delivery;
 pub mod error;
+pub mod keys;
 pub mod outcome;
 pub mod payment;
 pub mod refund;
 pub mod schedule;
+pub mod wechatpay;
 
 pub use callback_signing::CallbackSecret;
 pub use chaos::{Chaos, Redeliver};
-pub use config::{ConfigError, SimArgs, SimConfig};
+pub use config::{ConfigError, SimArgs, SimConfig, WechatPayConfig};
 pub use delivery::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use error::SimError;
 pub use outcome::{Outcome, OutcomeRule};
@@ -223,6 +231,78 @@ impl Simulator {
     pub async fn close_by_reference(&self, reference: &str) -> Result<Payment, SimError> {
         self.serve_request(Lookup::Reference(reference), RequestKind::Close)
             .await
+    }
+
+    /// Takes a payment with WeChat Pay's extra fields (see [`wechatpay`]):
+    /// like [`Simulator::create_payment`], but a replay must bring the same extras.
+    pub(crate) fn create_payment_with(
+        &self,
+        idempotency_key: &str,
+        request: CreatePayment,
+        wechat: payment::WechatOrder,
+    ) -> Result<(StoredPayment, bool), SimError> {
+        let chaos = self.chaos();
+        let description = wechat.description.clone();
+        let created =
+            lock(&self.inner.book).create_with(idempotency_key, request, chaos, Some(wechat))?;
+        match created {
+            Created::Replayed(stored) => Ok((stored, true)),
+            Created::New(stored) => {
+                tracing::info!(
+                    payment_id = %stored.payment_id,
+                    order_no = %stored.request.order_no,
+                    amount_cents = stored.request.amount_cents,
+                    %description,
+                    "WeChat Pay payment accepted"
+                );
+                tokio::spawn(self.clone().process(stored.clone()));
+                Ok((stored, false))
+            }
+        }
+    }
+
+    /// Takes a refund with WeChat Pay's extra fields (see [`wechatpay`]): like
+    /// [`Simulator::create_refund`], but a replay must bring the same extras.
+    pub(crate) fn create_refund_with(
+        &self,
+        idempotency_key: &str,
+        request: CreateRefund,
+        wechat: refund::WechatRefund,
+    ) -> Result<(StoredRefund, bool), SimError> {
+        let chaos = self.chaos();
+        let created = lock(&self.inner.book).create_refund_with(
+            idempotency_key,
+            request,
+            chaos,
+            Some(wechat),
+        )?;
+        match created {
+            Created::Replayed(stored) => Ok((stored, true)),
+            Created::New(stored) => {
+                tracing::info!(
+                    refund_id = %stored.refund_id,
+                    payment_id = %stored.request.payment_id,
+                    amount_cents = stored.request.amount_cents,
+                    "WeChat Pay refund accepted"
+                );
+                tokio::spawn(self.clone().process_refund(stored.clone()));
+                Ok((stored, false))
+            }
+        }
+    }
+
+    /// The stored payment with this id or merchant reference, as it is now.
+    pub(crate) fn stored_payment(&self, lookup: Lookup<'_>) -> Option<StoredPayment> {
+        let book = lock(&self.inner.book);
+        match lookup {
+            Lookup::Id(id) => book.get(id).cloned(),
+            Lookup::Reference(reference) => book.get_by_reference(reference).cloned(),
+        }
+    }
+
+    /// The stored refund with this id, as it is now.
+    pub(crate) fn stored_refund(&self, refund_id: &str) -> Option<StoredRefund> {
+        lock(&self.inner.book).refunds.get(refund_id).cloned()
     }
 
     /// Takes a refund, as `POST /v1/refunds` does, without HTTP.
@@ -389,7 +469,12 @@ impl Simulator {
             return;
         }
         tracing::info!(payment_id = %payment.payment_id, outcome = kind.as_str(), "payment decided");
-        self.send_result(payment, kind).await;
+        // The payment as decided: a WeChat Pay notification reports its state and time.
+        let decided = lock(&self.inner.book)
+            .get(&payment.payment_id)
+            .cloned()
+            .unwrap_or(payment);
+        self.send_result(decided, kind).await;
     }
 
     /// Waits out the processing delay (or the refund's `hold_processing`),

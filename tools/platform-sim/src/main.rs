@@ -5,22 +5,37 @@ use anyhow::Context;
 use clap::Parser;
 use platform_sim::{CallbackSecret, SimArgs, Simulator};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use tracing_subscriber::EnvFilter;
 
 /// The sandbox payment platform.
 #[derive(Debug, Parser)]
-#[command(name = "platform-sim", version, about)]
+#[command(name = "platform-sim", version, about, subcommand_negates_reqs = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, env = "SIM_BIND_ADDR", default_value = "127.0.0.1:4000")]
     bind_addr: SocketAddr,
 
     /// Standard Webhooks secret (`whsec_` + base64) callbacks are signed with: the backend's WEBHOOK_SECRET.
-    #[arg(long, env = "WEBHOOK_SECRET", hide_env_values = true)]
-    webhook_secret: String,
+    #[arg(long, env = "WEBHOOK_SECRET", hide_env_values = true, required = true)]
+    webhook_secret: Option<String>,
 
     #[command(flatten)]
     sim: SimArgs,
+}
+
+/// What to do instead of serving.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Write a matching set of merchant and platform keys (RSA key pairs, serial
+    /// numbers, WeChat Pay APIv3 key) into DIR for local runs; refuses to overwrite.
+    Keys {
+        /// The directory to write into (created if missing).
+        dir: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -29,8 +44,14 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(filter).init();
 
     let cli = Cli::parse();
-    let secret = CallbackSecret::parse(&cli.webhook_secret).context("WEBHOOK_SECRET")?;
-    let simulator = Simulator::try_new(cli.sim.into_config(secret))?;
+    if let Some(Command::Keys { dir }) = &cli.command {
+        let (_, report) = platform_sim::keys::write_local_keys(dir)?;
+        print!("{report}");
+        return Ok(());
+    }
+    let webhook_secret = cli.webhook_secret.context("WEBHOOK_SECRET is required")?;
+    let secret = CallbackSecret::parse(&webhook_secret).context("WEBHOOK_SECRET")?;
+    let simulator = Simulator::try_new(cli.sim.into_config_with_keys(secret)?)?;
     let listener = tokio::net::TcpListener::bind(cli.bind_addr).await?;
     tracing::info!(
         address = %listener.local_addr()?,

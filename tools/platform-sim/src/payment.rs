@@ -162,6 +162,21 @@ pub(crate) struct StoredPayment {
     pub status: PaymentStatus,
     pub counters: Counters,
     pub refunds: RefundTotals,
+    /// What a WeChat Pay prepay added (None for a payment made through `/v1`).
+    pub wechat: Option<WechatOrder>,
+    /// When its outcome was decided (None while PROCESSING, and when closed).
+    pub decided_at: Option<OffsetDateTime>,
+}
+
+/// What a WeChat Pay Native prepay carries beyond a payment: echoed in its
+/// queries and notifications, and compared when the same `out_trade_no` comes again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WechatOrder {
+    pub appid: String,
+    pub mchid: String,
+    pub description: String,
+    pub out_trade_no: platform_protocols::wechatpay::OutTradeNo,
+    pub attach: Option<String>,
 }
 
 /// How often a payment was queried and closed, and how many of those requests overlapped.
@@ -248,6 +263,18 @@ impl PaymentBook {
         request: CreatePayment,
         chaos: Chaos,
     ) -> Result<Created<StoredPayment>, SimError> {
+        self.create_with(key, request, chaos, None)
+    }
+
+    /// [`PaymentBook::create`] for a payment that carries WeChat Pay's extra
+    /// fields: a replay must bring the same ones.
+    pub fn create_with(
+        &mut self,
+        key: &str,
+        request: CreatePayment,
+        chaos: Chaos,
+        wechat: Option<WechatOrder>,
+    ) -> Result<Created<StoredPayment>, SimError> {
         check_idempotency_key(key)?;
         validate(&request)?;
         match self.by_key.entry(key.to_owned()) {
@@ -256,7 +283,7 @@ impl PaymentBook {
                     .payments
                     .get(entry.get())
                     .ok_or_else(|| SimError::PaymentNotFound(entry.get().clone()))?;
-                if existing.request != request {
+                if existing.request != request || existing.wechat != wechat {
                     return Err(SimError::IdempotencyKeyReused);
                 }
                 Ok(Created::Replayed(existing.clone()))
@@ -276,6 +303,8 @@ impl PaymentBook {
                     status: PaymentStatus::Processing,
                     counters: Counters::default(),
                     refunds: RefundTotals::default(),
+                    wechat,
+                    decided_at: None,
                 };
                 entry.insert(payment.payment_id.clone());
                 if let Some(reference) = &payment.request.merchant_reference {
@@ -301,7 +330,19 @@ impl PaymentBook {
         chaos: Chaos,
     ) -> Result<Created<StoredRefund>, SimError> {
         let payment = self.payments.get_mut(&request.payment_id);
-        self.refunds.create(key, request, payment, chaos)
+        self.refunds.create(key, request, payment, chaos, None)
+    }
+
+    /// [`PaymentBook::create_refund`] for a refund that carries WeChat Pay's extra fields.
+    pub fn create_refund_with(
+        &mut self,
+        key: &str,
+        request: CreateRefund,
+        chaos: Chaos,
+        wechat: Option<crate::refund::WechatRefund>,
+    ) -> Result<Created<StoredRefund>, SimError> {
+        let payment = self.payments.get_mut(&request.payment_id);
+        self.refunds.create(key, request, payment, chaos, wechat)
     }
 
     /// Records a refund's decided status, and what it did to its payment's
@@ -317,6 +358,11 @@ impl PaymentBook {
     /// The stored payment with this id.
     pub fn get(&self, payment_id: &str) -> Option<&StoredPayment> {
         self.payments.get(payment_id)
+    }
+
+    /// The stored payment with this merchant reference.
+    pub fn get_by_reference(&self, reference: &str) -> Option<&StoredPayment> {
+        self.payments.get(self.by_reference.get(reference)?)
     }
 
     fn find_mut(&mut self, lookup: Lookup<'_>) -> Option<&mut StoredPayment> {
@@ -363,6 +409,7 @@ impl PaymentBook {
         match self.payments.get_mut(payment_id) {
             Some(payment) if payment.status == PaymentStatus::Processing => {
                 payment.status = status;
+                payment.decided_at = Some(OffsetDateTime::now_utc());
                 true
             }
             _ => false,
@@ -383,6 +430,7 @@ impl PaymentBook {
         match payment.status {
             PaymentStatus::Processing if payment.chaos.succeed_on_close => {
                 payment.status = PaymentStatus::Succeeded;
+                payment.decided_at = Some(OffsetDateTime::now_utc());
                 Ok(Closing::PaidFirst(payment.clone()))
             }
             PaymentStatus::Processing => {
@@ -419,6 +467,29 @@ impl StoredPayment {
 impl Subject for StoredPayment {
     fn payment_id(&self) -> &str {
         &self.payment_id
+    }
+
+    fn is_wechat(&self) -> bool {
+        self.wechat.is_some()
+    }
+
+    fn wechat_notification(
+        &self,
+        kind: CallbackType,
+    ) -> Option<(
+        platform_protocols::wechatpay::EventType,
+        platform_protocols::wechatpay::NotificationPayload,
+    )> {
+        // WeChat Pay notifies only successful payments.
+        let order = self.wechat.as_ref()?;
+        (kind == CallbackType::PaymentSucceeded).then(|| {
+            (
+                platform_protocols::wechatpay::EventType::TransactionSuccess,
+                platform_protocols::wechatpay::NotificationPayload::Transaction(
+                    crate::wechatpay::transaction(self, order),
+                ),
+            )
+        })
     }
 
     fn refund_id(&self) -> Option<&str> {

@@ -101,6 +101,23 @@ pub(crate) struct StoredRefund {
     pub chaos: Chaos,
     pub status: RefundStatus,
     pub queries: u32,
+    /// What a WeChat Pay refund request added (None for a refund made through `/v1`).
+    pub wechat: Option<WechatRefund>,
+    /// When it was accepted.
+    pub created_at: OffsetDateTime,
+    /// When its outcome was decided.
+    pub decided_at: Option<OffsetDateTime>,
+}
+
+/// What a WeChat Pay refund carries beyond a refund: the merchant's own numbers
+/// (without the simulator's namespace prefix) and the order's total.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WechatRefund {
+    pub mchid: String,
+    pub out_trade_no: platform_protocols::wechatpay::OutTradeNo,
+    pub out_refund_no: String,
+    /// The order total in fen.
+    pub total: i64,
 }
 
 impl StoredRefund {
@@ -124,6 +141,30 @@ impl StoredRefund {
 impl Subject for StoredRefund {
     fn payment_id(&self) -> &str {
         &self.request.payment_id
+    }
+
+    fn is_wechat(&self) -> bool {
+        self.wechat.is_some()
+    }
+
+    fn wechat_notification(
+        &self,
+        kind: CallbackType,
+    ) -> Option<(
+        platform_protocols::wechatpay::EventType,
+        platform_protocols::wechatpay::NotificationPayload,
+    )> {
+        use platform_protocols::wechatpay::{EventType, NotificationPayload};
+        let refund = self.wechat.as_ref()?;
+        let event = match kind {
+            CallbackType::RefundSucceeded => EventType::RefundSuccess,
+            CallbackType::RefundFailed => EventType::RefundAbnormal,
+            CallbackType::PaymentSucceeded | CallbackType::PaymentFailed => return None,
+        };
+        Some((
+            event,
+            NotificationPayload::Refund(crate::wechatpay::refund_notification(self, refund)),
+        ))
     }
 
     fn refund_id(&self) -> Option<&str> {
@@ -192,11 +233,12 @@ impl RefundBook {
         request: CreateRefund,
         payment: Option<&mut StoredPayment>,
         chaos: Chaos,
+        wechat: Option<WechatRefund>,
     ) -> Result<Created<StoredRefund>, SimError> {
         crate::payment::check_idempotency_key(key)?;
         validate(&request)?;
         if let Some(existing) = self.by_key.get(key).and_then(|id| self.refunds.get(id)) {
-            if existing.request != request {
+            if existing.request != request || existing.wechat != wechat {
                 return Err(SimError::IdempotencyKeyReused);
             }
             return Ok(Created::Replayed(existing.clone()));
@@ -235,6 +277,9 @@ impl RefundBook {
             chaos,
             status: RefundStatus::Processing,
             queries: 0,
+            wechat,
+            created_at: OffsetDateTime::now_utc(),
+            decided_at: None,
         };
         self.by_key.insert(key.to_owned(), refund.refund_id.clone());
         self.by_refund_no
@@ -275,6 +320,7 @@ impl RefundBook {
             return None;
         }
         refund.status = status;
+        refund.decided_at = Some(OffsetDateTime::now_utc());
         Some(refund.clone())
     }
 }

@@ -7,3 +7,4 @@ mod helpers;
 mod payments;
 mod query_and_close;
 mod refunds;
+mod wechatpay;
