@@ -143,7 +143,7 @@ BEGIN
             ('public', 'accounts',              'SELECT, INSERT, UPDATE (balance_cents, held_cents)'),
             ('public', 'orders',                'SELECT, INSERT, UPDATE (status, failure_reason, paid_at, updated_at, refund_reserved_cents, refunded_cents)'),
             ('public', 'refunds',               'SELECT, INSERT, UPDATE (status, platform_refund_id, submitted_at, settled_at, queries, next_query_at, failure_reason)'),
-            ('public', 'payment_attempts',      'SELECT, INSERT, UPDATE (submitted_at, status, platform_payment_id, queries, next_query_at)'),
+            ('public', 'payment_attempts',      'SELECT, INSERT, UPDATE (submitted_at, status, platform_payment_id, queries, next_query_at, qr_code)'),
             ('public', 'products',              'SELECT, INSERT, UPDATE, DELETE'),
             ('public', 'shoppers',              'SELECT, INSERT'),
             ('public', 'request_tokens_issued', 'SELECT, INSERT'),

@@ -462,10 +462,14 @@ pub struct Anomaly {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformInfo {
-    /// `sandbox` (the in-process simulator: no money moves) or `remote`.
+    /// `sandbox` (the in-process simulator: no money moves), `remote` or `wechatpay`.
     pub platform: String,
     /// True for the sandbox, so a page can mark itself as one.
     pub sandbox: bool,
+    /// True when the shopper pays by scanning the platform's QR code (WeChat
+    /// Pay, Alipay): the payment page shows `/api/orders/{order_no}/payment-code.svg`.
+    #[serde(default)]
+    pub pays_by_qr_code: bool,
     /// The demo shoppers' sign-in details, for the sign-in page: only in a
     /// sandbox running in demo mode, empty everywhere else.
     #[serde(default)]

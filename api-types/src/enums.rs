@@ -154,6 +154,8 @@ text_enum! {
         /// A refund the platform refused at hand-over, or an automatic refund that
         /// failed: the money is still with the platform.
         RefundFailed = "REFUND_FAILED",
+        /// A signed notification for another merchant or app than ours: refused.
+        MerchantMismatch = "MERCHANT_MISMATCH",
     }
 }
 

@@ -20,8 +20,11 @@ pub enum PlatformKind {
     /// The simulator, inside this process: payments are decided by rules (amounts
     /// ending in 13 minor units fail), no money moves. Development and demos only.
     Sandbox,
-    /// A platform reached over HTTP at `PLATFORM_URL` (`platform-sim` on its own, or a real one).
+    /// A platform reached over HTTP at `PLATFORM_URL` speaking the checkout's own
+    /// protocol with Standard Webhooks callbacks (`platform-sim` on its own, or a generic one).
     Remote,
+    /// WeChat Pay API v3 (Native payments), at `WECHATPAY_API_URL`.
+    Wechatpay,
 }
 
 impl PlatformKind {
@@ -30,7 +33,13 @@ impl PlatformKind {
         match self {
             Self::Sandbox => "sandbox",
             Self::Remote => "remote",
+            Self::Wechatpay => "wechatpay",
         }
+    }
+
+    /// Whether the shopper pays by scanning the platform's QR code.
+    pub const fn pays_by_qr_code(self) -> bool {
+        matches!(self, Self::Wechatpay)
     }
 }
 
@@ -83,8 +92,9 @@ pub struct Config {
     #[arg(long, env = env::ORDER_TTL_SECS, default_value_t = 1_800)]
     pub order_ttl_secs: u64,
 
-    /// The payment platform: `sandbox` (in-process simulator, no money moves) or
-    /// `remote` (at PLATFORM_URL). Required.
+    /// The payment platform: `sandbox` (in-process simulator, no money moves),
+    /// `remote` (our protocol at PLATFORM_URL) or `wechatpay` (WeChat Pay API v3,
+    /// WECHATPAY_*). Required.
     #[arg(long, env = env::PLATFORM, value_enum)]
     pub platform: Option<PlatformKind>,
 
@@ -131,6 +141,10 @@ pub struct Config {
     /// Rate limits (0 switches one off); see `crate::limits` for what each counts.
     #[command(flatten)]
     pub limits: crate::limits::LimitsConfig,
+
+    /// WeChat Pay API v3 settings (PLATFORM=wechatpay).
+    #[command(flatten)]
+    pub wechatpay: WechatPayConfig,
 
     /// Directory of the built payment page (`trunk build --release` writes `dist/`).
     #[arg(long, env = env::STATIC_DIR)]
@@ -219,6 +233,7 @@ impl Default for Config {
             cookie_secure: false,
             session_idle_secs: 43_200,
             limits: crate::limits::LimitsConfig::default(),
+            wechatpay: WechatPayConfig::default(),
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
@@ -247,14 +262,35 @@ pub enum PlatformChoice {
         /// Its base URL.
         url: String,
     },
+    /// WeChat Pay API v3, its keys loaded.
+    Wechatpay(Box<WechatPaySettings>),
 }
 
 impl PlatformChoice {
+    /// True when no real money can move: the in-process sandbox, or a
+    /// platform API on this machine's loopback (platform-sim standing in for
+    /// WeChat Pay or for a remote platform). Only then are demo shoppers with
+    /// public passwords made.
+    pub fn is_simulated(&self) -> bool {
+        let loopback = |url: &str| {
+            let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+            let host = rest.split(['/', '?']).next().unwrap_or_default();
+            let host = host.rsplit_once(':').map_or(host, |(host, _)| host);
+            matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+        };
+        match self {
+            Self::Sandbox { .. } => true,
+            Self::Remote { url } => loopback(url),
+            Self::Wechatpay(settings) => loopback(&settings.api_url),
+        }
+    }
+
     /// The kind, for logs and the page.
     pub fn kind(&self) -> PlatformKind {
         match self {
             Self::Sandbox { .. } => PlatformKind::Sandbox,
             Self::Remote { .. } => PlatformKind::Remote,
+            Self::Wechatpay(_) => PlatformKind::Wechatpay,
         }
     }
 }
@@ -320,6 +356,9 @@ pub enum ConfigError {
          nothing after it (e.g. https://pay.example.com), not {0:?}"
     )]
     BadPublicOrigin(String),
+    /// A WeChat Pay setting is missing or its key file is unusable.
+    #[error("PLATFORM=wechatpay: {0}")]
+    Wechatpay(String),
     /// `NOTIFY_BASE_URL` is not a bare `scheme://host[:port]`.
     #[error(
         "NOTIFY_BASE_URL must be an origin such as https://pay.example.com (no path), got {0:?}"
@@ -382,12 +421,170 @@ impl Config {
                 }
                 PlatformChoice::Remote { url }
             }
+            PlatformKind::Wechatpay => PlatformChoice::Wechatpay(Box::new(
+                self.wechatpay.load().map_err(ConfigError::Wechatpay)?,
+            )),
         };
         let secret_generated = given.is_none();
         Ok(Settled {
             platform,
             webhook_secret: given.unwrap_or_else(CallbackSecret::generate),
             secret_generated,
+        })
+    }
+}
+
+/// WeChat Pay API v3: the merchant's ids, where its keys are, and where the
+/// platform is. Read only with PLATFORM=wechatpay; `.env.example` and
+/// docs/PLATFORMS.md say where each value comes from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WechatPayConfig {
+    /// Base URL of the WeChat Pay API (platform-sim's address to run against it).
+    #[arg(long, env = env::WECHATPAY_API_URL, default_value = WECHATPAY_API_URL_DEFAULT)]
+    pub wechatpay_api_url: String,
+    /// The merchant id (商户号, `mchid`).
+    #[arg(long, env = env::WECHATPAY_MCHID)]
+    pub wechatpay_mchid: Option<String>,
+    /// The app id bound to the merchant (`appid`).
+    #[arg(long, env = env::WECHATPAY_APPID)]
+    pub wechatpay_appid: Option<String>,
+    /// PEM file of the merchant API certificate's private key (`apiclient_key.pem`).
+    #[arg(long, env = env::WECHATPAY_MERCHANT_KEY_FILE)]
+    pub wechatpay_merchant_key_file: Option<PathBuf>,
+    /// Serial number of the merchant API certificate.
+    #[arg(long, env = env::WECHATPAY_MERCHANT_SERIAL)]
+    pub wechatpay_merchant_serial: Option<String>,
+    /// PEM file of the WeChat Pay platform public key (微信支付公钥).
+    #[arg(long, env = env::WECHATPAY_PLATFORM_PUBLIC_KEY_FILE)]
+    pub wechatpay_platform_public_key_file: Option<PathBuf>,
+    /// The id (serial) of that platform public key, as sent in `Wechatpay-Serial`.
+    #[arg(long, env = env::WECHATPAY_PLATFORM_SERIAL)]
+    pub wechatpay_platform_serial: Option<String>,
+    /// File holding the 32-character APIv3 key that decrypts notifications.
+    #[arg(long, env = env::WECHATPAY_APIV3_KEY_FILE)]
+    pub wechatpay_apiv3_key_file: Option<PathBuf>,
+}
+
+/// The real WeChat Pay API.
+pub const WECHATPAY_API_URL_DEFAULT: &str = "https://api.mch.weixin.qq.com";
+
+/// WeChat Pay settings with their keys loaded.
+#[derive(Clone)]
+pub struct WechatPaySettings {
+    /// Base URL of the API, without a trailing `/`.
+    pub api_url: String,
+    /// The app id.
+    pub appid: String,
+    /// Signs our requests (holds the merchant id and serial).
+    pub merchant: platform_protocols::wechatpay::MerchantSigner,
+    /// Verifies the platform's answers and notifications.
+    pub platform: platform_protocols::wechatpay::PlatformKey,
+    /// Decrypts notification resources.
+    pub apiv3_key: platform_protocols::ApiV3Key,
+}
+
+impl std::fmt::Debug for WechatPaySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the keys.
+        f.debug_struct("WechatPaySettings")
+            .field("api_url", &self.api_url)
+            .field("appid", &self.appid)
+            .field("mchid", &self.merchant.mchid)
+            .field("merchant_serial", &self.merchant.serial_no)
+            .field("platform_serial", &self.platform.serial)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WechatPayConfig {
+    /// Checks every setting and loads the keys; the error names the variable to fix.
+    pub fn load(&self) -> Result<WechatPaySettings, String> {
+        use platform_protocols::keys::{PrivateKey, PublicKey, check_serial};
+        fn required<'a, T>(value: &'a Option<T>, name: &str) -> Result<&'a T, String> {
+            value.as_ref().ok_or_else(|| format!("{name} is not set"))
+        }
+        let text = |value: &Option<String>, name: &str| {
+            required(value, name)
+                .map(|v| v.trim().to_owned())
+                .and_then(|v| {
+                    if v.is_empty() {
+                        Err(format!("{name} is empty"))
+                    } else {
+                        Ok(v)
+                    }
+                })
+        };
+        let mchid = text(&self.wechatpay_mchid, env::WECHATPAY_MCHID)?;
+        let appid = text(&self.wechatpay_appid, env::WECHATPAY_APPID)?;
+        let merchant_serial = text(
+            &self.wechatpay_merchant_serial,
+            env::WECHATPAY_MERCHANT_SERIAL,
+        )?;
+        check_serial(&merchant_serial)
+            .map_err(|err| format!("{}: {err}", env::WECHATPAY_MERCHANT_SERIAL))?;
+        let platform_serial = text(
+            &self.wechatpay_platform_serial,
+            env::WECHATPAY_PLATFORM_SERIAL,
+        )?;
+        check_serial(&platform_serial)
+            .map_err(|err| format!("{}: {err}", env::WECHATPAY_PLATFORM_SERIAL))?;
+        let key_file = required(
+            &self.wechatpay_merchant_key_file,
+            env::WECHATPAY_MERCHANT_KEY_FILE,
+        )?;
+        let merchant_key = PrivateKey::from_pem_file(key_file).map_err(|err| {
+            format!(
+                "{} ({}): {err}",
+                env::WECHATPAY_MERCHANT_KEY_FILE,
+                key_file.display()
+            )
+        })?;
+        let public_file = required(
+            &self.wechatpay_platform_public_key_file,
+            env::WECHATPAY_PLATFORM_PUBLIC_KEY_FILE,
+        )?;
+        let platform_key = PublicKey::from_pem_file(public_file).map_err(|err| {
+            format!(
+                "{} ({}): {err}",
+                env::WECHATPAY_PLATFORM_PUBLIC_KEY_FILE,
+                public_file.display()
+            )
+        })?;
+        let apiv3_file = required(
+            &self.wechatpay_apiv3_key_file,
+            env::WECHATPAY_APIV3_KEY_FILE,
+        )?;
+        let apiv3_key = platform_protocols::ApiV3Key::from_file(apiv3_file).map_err(|err| {
+            format!(
+                "{} ({}): {err}",
+                env::WECHATPAY_APIV3_KEY_FILE,
+                apiv3_file.display()
+            )
+        })?;
+        let api_url = self
+            .wechatpay_api_url
+            .trim()
+            .trim_end_matches('/')
+            .to_owned();
+        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+            return Err(format!(
+                "{} must be an http(s) URL, not {api_url:?}",
+                env::WECHATPAY_API_URL
+            ));
+        }
+        Ok(WechatPaySettings {
+            api_url,
+            appid,
+            merchant: platform_protocols::wechatpay::MerchantSigner {
+                mchid,
+                serial_no: merchant_serial,
+                key: merchant_key,
+            },
+            platform: platform_protocols::wechatpay::PlatformKey {
+                serial: platform_serial,
+                public_key: platform_key,
+            },
+            apiv3_key,
         })
     }
 }

@@ -20,10 +20,26 @@ pub const BIND_ADDR: &str = "BIND_ADDR";
 pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
 pub const TOKEN_TTL_SECS: &str = "TOKEN_TTL_SECS";
-/// `sandbox` or `remote`: required.
+/// `sandbox`, `remote` or `wechatpay`: required.
 pub const PLATFORM: &str = "PLATFORM";
 /// Base URL of a remote platform.
 pub const PLATFORM_URL: &str = "PLATFORM_URL";
+/// Base URL of the WeChat Pay API.
+pub const WECHATPAY_API_URL: &str = "WECHATPAY_API_URL";
+/// WeChat Pay merchant id.
+pub const WECHATPAY_MCHID: &str = "WECHATPAY_MCHID";
+/// WeChat Pay app id.
+pub const WECHATPAY_APPID: &str = "WECHATPAY_APPID";
+/// PEM file of the WeChat Pay merchant private key.
+pub const WECHATPAY_MERCHANT_KEY_FILE: &str = "WECHATPAY_MERCHANT_KEY_FILE";
+/// Serial number of the WeChat Pay merchant certificate.
+pub const WECHATPAY_MERCHANT_SERIAL: &str = "WECHATPAY_MERCHANT_SERIAL";
+/// PEM file of the WeChat Pay platform public key.
+pub const WECHATPAY_PLATFORM_PUBLIC_KEY_FILE: &str = "WECHATPAY_PLATFORM_PUBLIC_KEY_FILE";
+/// Id (serial) of the WeChat Pay platform public key.
+pub const WECHATPAY_PLATFORM_SERIAL: &str = "WECHATPAY_PLATFORM_SERIAL";
+/// File holding the WeChat Pay APIv3 key.
+pub const WECHATPAY_APIV3_KEY_FILE: &str = "WECHATPAY_APIV3_KEY_FILE";
 /// `whsec_<base64>` callback secret.
 pub const WEBHOOK_SECRET: &str = "WEBHOOK_SECRET";
 /// Bearer token of the admin API.
@@ -83,6 +99,14 @@ pub const ALL: &[&str] = &[
     ORDER_TTL_SECS,
     PLATFORM,
     PLATFORM_URL,
+    WECHATPAY_API_URL,
+    WECHATPAY_MCHID,
+    WECHATPAY_APPID,
+    WECHATPAY_MERCHANT_KEY_FILE,
+    WECHATPAY_MERCHANT_SERIAL,
+    WECHATPAY_PLATFORM_PUBLIC_KEY_FILE,
+    WECHATPAY_PLATFORM_SERIAL,
+    WECHATPAY_APIV3_KEY_FILE,
     WEBHOOK_SECRET,
     ADMIN_TOKEN,
     MERCHANT_API_KEY,

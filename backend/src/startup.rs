@@ -1,7 +1,7 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
 use crate::auth::session;
-use crate::config::{Command, Config, PlatformChoice, PlatformKind};
+use crate::config::{Command, Config, PlatformChoice};
 use crate::error::ApiError;
 use crate::limits::Limits;
 use crate::openapi::ApiDoc;
@@ -102,17 +102,23 @@ impl Application {
                 std::net::SocketAddr::new(callback_host, local.port())
             )
         });
-        let callback_url = format!("{notify_base}/api/payments/callback");
         let platform = match &settled.platform {
             PlatformChoice::Remote { url } => {
                 tracing::info!(platform = %url, "payments go to a remote platform");
-                Platform::remote(url, callback_url)?
+                Platform::remote(url, notify_base)?
+            }
+            PlatformChoice::Wechatpay(settings) => {
+                tracing::info!(api = %settings.api_url, mchid = %settings.merchant.mchid,
+                    appid = %settings.appid, merchant_serial = %settings.merchant.serial_no,
+                    platform_serial = %settings.platform.serial, "payments go to WeChat Pay (API v3)");
+                Platform::wechatpay(settings.as_ref().clone(), notify_base)?
             }
             PlatformChoice::Sandbox {
                 callback_delay,
                 drop_callbacks,
-            } => sandbox(&webhook, *callback_delay, *drop_callbacks, callback_url)?,
+            } => sandbox(&webhook, *callback_delay, *drop_callbacks, notify_base)?,
         };
+        tracing::info!(notify_url = %platform.notify_url(), "the platform posts its notifications here");
 
         let reset = platform.forget_in_process_hand_overs(&db).await?;
         if reset > 0 {
@@ -123,9 +129,10 @@ impl Application {
         }
 
         let demo_shoppers = if config.demo {
-            routes::demo::seed_products(&db).await?;
-            if settled.platform.kind() == PlatformKind::Sandbox {
-                routes::demo::seed_shoppers(&db).await?
+            let currency = routes::demo::currency_for(settled.platform.kind());
+            routes::demo::seed_products(&db, currency).await?;
+            if settled.platform.is_simulated() {
+                routes::demo::seed_shoppers(&db, currency).await?
             } else {
                 Vec::new()
             }
@@ -217,7 +224,7 @@ fn sandbox(
     secret: &callback_signing::CallbackSecret,
     callback_delay: Duration,
     drop_callbacks: bool,
-    callback_url: String,
+    notify_base: String,
 ) -> anyhow::Result<Platform> {
     if drop_callbacks {
         tracing::warn!(
@@ -228,7 +235,7 @@ fn sandbox(
         "PLATFORM=sandbox: payments are decided by the in-process simulator and no money moves \
          (amounts ending in 13 minor units fail). Never run this in production."
     );
-    Platform::in_process(secret, callback_delay, drop_callbacks, callback_url)
+    Platform::in_process(secret, callback_delay, drop_callbacks, notify_base)
 }
 
 #[cfg(not(feature = "sandbox"))]
@@ -236,7 +243,7 @@ fn sandbox(
     _secret: &callback_signing::CallbackSecret,
     _callback_delay: Duration,
     _drop_callbacks: bool,
-    _callback_url: String,
+    _notify_base: String,
 ) -> anyhow::Result<Platform> {
     // `Config::settle` refuses PLATFORM=sandbox in this build before we get here.
     Err(crate::config::ConfigError::SandboxNotBuilt.into())

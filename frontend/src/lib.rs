@@ -37,7 +37,8 @@ pub fn App() -> impl IntoView {
         .as_ref()
         .and_then(|l| l.search().ok())
         .unwrap_or_default();
-    // Read once, by the frame (sandbox badge) and the sign-in page (demo shoppers).
+    // Read once, by the frame (sandbox badge), the sign-in page (demo shoppers)
+    // and the payment page (QR code platforms).
     let platform = LocalResource::new(api::platform);
     let route = Route::from_location(&path, &search);
     let signed_in = matches!(route, Route::Shop | Route::Pay { .. });
@@ -46,7 +47,9 @@ pub fn App() -> impl IntoView {
         Route::SignIn { next } => {
             view! { <pages::signin::SignInPage next=next platform=platform /> }.into_any()
         }
-        Route::Pay { order_no } => view! { <pages::pay::PayPage order_no=order_no /> }.into_any(),
+        Route::Pay { order_no } => {
+            view! { <pages::pay::PayPage order_no=order_no platform=platform /> }.into_any()
+        }
         Route::NotFound => view! { <pages::not_found::NotFound /> }.into_any(),
     };
     view! { <components::Frame platform=platform signed_in=signed_in>{page}</components::Frame> }

@@ -115,15 +115,18 @@ pub async fn mark_submitted(
     db: impl PgExecutor<'_>,
     payment_id: Uuid,
     platform_payment_id: Option<&str>,
+    qr_code: Option<&str>,
 ) -> sqlx::Result<()> {
     sqlx::query!(
         "UPDATE payment_attempts
          SET submitted_at = now(),
              status = CASE WHEN status IN ('CREATED', 'UNKNOWN') THEN 'SUBMITTED' ELSE status END,
-             platform_payment_id = coalesce(platform_payment_id, $2)
+             platform_payment_id = coalesce(platform_payment_id, $2),
+             qr_code = coalesce(qr_code, $3)
          WHERE payment_id = $1 AND submitted_at IS NULL",
         payment_id,
         platform_payment_id,
+        qr_code,
     )
     .execute(db)
     .await?;
@@ -322,4 +325,24 @@ pub async fn record_query(
     )
     .fetch_one(db)
     .await
+}
+
+/// The payment link a platform gave for the order's attempt, while the order
+/// can still be paid: what the page shows as a QR code.
+#[tracing::instrument(name = "db.attempts.payable_qr_code", skip(db))]
+pub async fn payable_qr_code(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    shopper_id: Uuid,
+) -> sqlx::Result<Option<String>> {
+    let row = sqlx::query_scalar!(
+        "SELECT p.qr_code
+         FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
+         WHERE p.order_no = $1 AND o.shopper_id = $2 AND o.status = 'PENDING'",
+        order_no,
+        shopper_id,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.flatten())
 }

@@ -77,6 +77,29 @@ pub async fn insert_with_account(
     Ok((shopper_id, account_id))
 }
 
+/// Opens the shopper's account in `currency` with `balance_cents`, unless
+/// they already have one in it (then nothing changes).
+#[tracing::instrument(name = "db.shoppers.open_account", skip(db))]
+pub async fn open_account(
+    db: impl PgExecutor<'_>,
+    shopper_id: Uuid,
+    balance_cents: i64,
+    currency: Currency,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO accounts (account_id, shopper_id, balance_cents, opening_balance_cents, currency)
+         VALUES ($1, $2, $3, $3, $4)
+         ON CONFLICT (shopper_id, currency) WHERE shopper_id IS NOT NULL DO NOTHING",
+        Uuid::new_v4(),
+        shopper_id,
+        balance_cents,
+        currency.as_str(),
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// The shopper with this email, whatever its case.
 #[tracing::instrument(name = "db.shoppers.find_by_email", skip(db))]
 pub async fn find_by_email(

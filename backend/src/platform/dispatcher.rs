@@ -30,8 +30,8 @@ pub async fn dispatch(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&attempt.payment_id);
-    let platform_payment_id = match result {
-        Ok(id) => id,
+    let handed_over = match result {
+        Ok(handed_over) => handed_over,
         Err(err @ super::HandOverError::Unknown(_)) => {
             if attempts::mark_unknown(db, attempt.payment_id).await? {
                 tracing::warn!(payment_id = %attempt.payment_id, error = %err,
@@ -41,9 +41,16 @@ pub async fn dispatch(
         }
         Err(err) => return Err(err.into()),
     };
-    let recorded = Some(platform_payment_id.as_str()).filter(|id| !id.is_empty());
-    attempts::mark_submitted(db, attempt.payment_id, recorded).await?;
-    tracing::info!(payment_id = %attempt.payment_id, %platform_payment_id, "payment handed to the platform");
+    attempts::mark_submitted(
+        db,
+        attempt.payment_id,
+        handed_over.platform_payment_id.as_deref(),
+        handed_over.qr_code.as_deref(),
+    )
+    .await?;
+    tracing::info!(payment_id = %attempt.payment_id, order_no = %attempt.order_no,
+        platform_payment_id = handed_over.platform_payment_id.as_deref().unwrap_or("(none yet)"),
+        qr_code = handed_over.qr_code.is_some(), "payment handed to the platform");
     Ok(())
 }
 

@@ -8,6 +8,8 @@
 //!
 //! - `PLATFORM=remote`: a platform over HTTP at `PLATFORM_URL` (`platform-sim` or
 //!   a real one). "Submitted" means the platform accepted the payment; it owns the retries.
+//! - `PLATFORM=wechatpay`: WeChat Pay API v3 ([`wechatpay`]); notifications
+//!   come to `/api/payments/callback/wechatpay`.
 //! - `PLATFORM=sandbox` (builds with the `sandbox` feature): the same simulator
 //!   runs in this process. It dies with the process, so at start every attempt of
 //!   a still-PENDING order is marked unsubmitted again
@@ -18,8 +20,9 @@ pub mod dispatcher;
 #[cfg(feature = "sandbox")]
 mod sandbox;
 mod standard;
+pub mod wechatpay;
 
-use crate::config::PlatformKind;
+use crate::config::{PlatformKind, WechatPaySettings};
 use crate::db::attempts::AttemptRow;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 #[cfg(feature = "sandbox")]
@@ -33,7 +36,8 @@ use uuid::Uuid;
 #[derive(Clone)]
 pub struct Platform {
     connector: Connector,
-    notify_url: String,
+    /// The origin notifications are posted to (`NOTIFY_BASE_URL`).
+    notify_base: String,
     /// Payments being handed over by this process right now (see [`dispatcher::dispatch`]).
     pub(crate) in_flight: Arc<Mutex<HashSet<Uuid>>>,
 }
@@ -47,6 +51,17 @@ enum Connector {
     #[cfg(feature = "sandbox")]
     Sandbox(sandbox::Sandbox),
     Standard(standard::Standard),
+    Wechatpay(wechatpay::WechatPay),
+}
+
+/// What a hand-over left with us: the platform's payment id when it gives one
+/// at once, and the code the shopper scans when the platform pays by QR code.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HandedOver {
+    /// The platform's id for the payment (WeChat Pay gives none before it is paid).
+    pub platform_payment_id: Option<String>,
+    /// The payment link the page shows as a QR code (`code_url`, `qr_code`).
+    pub qr_code: Option<String>,
 }
 
 /// A payment as the checkout names it to a platform: the order (the
@@ -78,7 +93,7 @@ impl Platform {
         secret: &callback_signing::CallbackSecret,
         processing_delay: std::time::Duration,
         drop_callbacks: bool,
-        notify_url: String,
+        notify_base: String,
     ) -> anyhow::Result<Self> {
         let simulator = Simulator::try_new(SimConfig {
             secret: secret.clone(),
@@ -91,23 +106,31 @@ impl Platform {
         })?;
         Ok(Self::with(
             Connector::Sandbox(sandbox::Sandbox(simulator)),
-            notify_url,
+            notify_base,
         ))
     }
 
     /// A platform at `base_url` (e.g. `http://127.0.0.1:4000`) speaking the
     /// checkout's own protocol.
-    pub fn remote(base_url: &str, notify_url: String) -> anyhow::Result<Self> {
+    pub fn remote(base_url: &str, notify_base: String) -> anyhow::Result<Self> {
         Ok(Self::with(
             Connector::Standard(standard::Standard::new(base_url)?),
-            notify_url,
+            notify_base,
         ))
     }
 
-    fn with(connector: Connector, notify_url: String) -> Self {
+    /// WeChat Pay API v3 with `settings`.
+    pub fn wechatpay(settings: WechatPaySettings, notify_base: String) -> anyhow::Result<Self> {
+        Ok(Self::with(
+            Connector::Wechatpay(wechatpay::WechatPay::new(Arc::new(settings))?),
+            notify_base,
+        ))
+    }
+
+    fn with(connector: Connector, notify_base: String) -> Self {
         Self {
             connector,
-            notify_url,
+            notify_base,
             in_flight: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -118,6 +141,26 @@ impl Platform {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(_) => PlatformKind::Sandbox,
             Connector::Standard(_) => PlatformKind::Remote,
+            Connector::Wechatpay(_) => PlatformKind::Wechatpay,
+        }
+    }
+
+    /// Where this platform posts its notifications.
+    pub fn notify_url(&self) -> String {
+        let path = match self.connector {
+            Connector::Wechatpay(_) => wechatpay::NOTIFY_PATH,
+            #[cfg(feature = "sandbox")]
+            Connector::Sandbox(_) => STANDARD_NOTIFY_PATH,
+            Connector::Standard(_) => STANDARD_NOTIFY_PATH,
+        };
+        format!("{}{path}", self.notify_base)
+    }
+
+    /// The WeChat Pay settings, when this is WeChat Pay (its notification route checks with them).
+    pub fn wechatpay_settings(&self) -> Option<&Arc<WechatPaySettings>> {
+        match &self.connector {
+            Connector::Wechatpay(wechatpay) => Some(wechatpay.settings()),
+            _ => None,
         }
     }
 
@@ -130,29 +173,40 @@ impl Platform {
             Connector::Sandbox(_) => {
                 crate::db::attempts::reset_submitted_of_pending_orders(db).await
             }
-            Connector::Standard(_) => {
+            Connector::Standard(_) | Connector::Wechatpay(_) => {
                 let _ = db;
                 Ok(0)
             }
         }
     }
 
-    /// Hands the payment over, idempotently by its request token; `Ok` with
-    /// the platform's payment id once the platform has it.
-    pub(crate) async fn hand_over(&self, attempt: &AttemptRow) -> Result<String, HandOverError> {
+    /// Hands the payment over, idempotently (by its request token, or by the
+    /// order number where the platform keys payments by it); `Ok` once the
+    /// platform has it.
+    pub(crate) async fn hand_over(
+        &self,
+        attempt: &AttemptRow,
+    ) -> Result<HandedOver, HandOverError> {
         let request = CreatePayment {
             order_no: attempt.order_no.clone(),
             amount_cents: attempt.amount_cents,
             currency: attempt.currency,
-            notify_url: self.notify_url.clone(),
+            notify_url: self.notify_url(),
             merchant_reference: Some(attempt.payment_id.to_string()),
         };
         let key = attempt.request_token.to_string();
-        match &self.connector {
+        let id = match &self.connector {
             #[cfg(feature = "sandbox")]
-            Connector::Sandbox(sandbox) => sandbox.hand_over(&key, request).await,
-            Connector::Standard(standard) => standard.hand_over(&key, &request).await,
-        }
+            Connector::Sandbox(sandbox) => sandbox.hand_over(&key, request).await?,
+            Connector::Standard(standard) => standard.hand_over(&key, &request).await?,
+            Connector::Wechatpay(wechatpay) => {
+                return wechatpay.hand_over(attempt, &request.notify_url).await;
+            }
+        };
+        Ok(HandedOver {
+            platform_payment_id: Some(id).filter(|id| !id.is_empty()),
+            qr_code: None,
+        })
     }
 
     /// Asks the platform where the payment stands. `None`: the platform does not have it.
@@ -161,6 +215,7 @@ impl Platform {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.query(payment).await,
             Connector::Standard(standard) => standard.query(payment).await,
+            Connector::Wechatpay(wechatpay) => wechatpay.query(payment).await,
         }
     }
 
@@ -170,6 +225,7 @@ impl Platform {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.close(payment).await,
             Connector::Standard(standard) => standard.close(payment).await,
+            Connector::Wechatpay(wechatpay) => wechatpay.close(payment).await,
         }
     }
 
@@ -186,12 +242,13 @@ impl Platform {
             refund_no: refund.refund_no.clone(),
             amount_cents: refund.amount_cents,
             currency: refund.currency,
-            notify_url: self.notify_url.clone(),
+            notify_url: self.notify_url(),
         };
         match &self.connector {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.refund(request).await,
             Connector::Standard(standard) => standard.refund(&request).await,
+            Connector::Wechatpay(wechatpay) => wechatpay.refund(refund, &request.notify_url).await,
         }
     }
 
@@ -204,9 +261,13 @@ impl Platform {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.query_refund(refund.refund_no).await,
             Connector::Standard(standard) => standard.query_refund(refund.refund_no).await,
+            Connector::Wechatpay(wechatpay) => wechatpay.query_refund(refund).await,
         }
     }
 }
+
+/// Where the checkout's own protocol posts its callbacks.
+pub const STANDARD_NOTIFY_PATH: &str = "/api/payments/callback";
 
 /// What the platform answered to a close.
 #[derive(Debug, Clone, PartialEq, Eq)]

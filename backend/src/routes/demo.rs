@@ -9,10 +9,19 @@ use api_types::Currency;
 use api_types::api::{DemoShopper, Product};
 use secrecy::SecretString;
 
-/// Each demo shopper's opening balance: 1,000.00 EUR.
+/// Each demo shopper's opening balance: 1,000.00 in the demo currency.
 pub const DEMO_OPENING_BALANCE_CENTS: i64 = 100_000;
-/// The demo currency.
+/// The demo currency of the sandbox and of a remote platform.
 pub const DEMO_CURRENCY: Currency = Currency::EUR;
+
+/// The demo's currency on `platform`: WeChat Pay and Alipay take yuan only.
+pub fn currency_for(platform: crate::config::PlatformKind) -> Currency {
+    use crate::config::PlatformKind;
+    match platform {
+        PlatformKind::Sandbox | PlatformKind::Remote => DEMO_CURRENCY,
+        PlatformKind::Wechatpay => Currency::CNY,
+    }
+}
 
 /// The demo shoppers (sign-in email, password).
 pub const DEMO_SHOPPERS: [(&str, &str); 2] = [
@@ -46,8 +55,8 @@ pub async fn remove(db: &sqlx::PgPool) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// Adds the demo catalogue (prices reset to the demo's).
-pub async fn seed_products(db: &sqlx::PgPool) -> sqlx::Result<()> {
+/// Adds the demo catalogue in `currency` (prices reset to the demo's).
+pub async fn seed_products(db: &sqlx::PgPool, currency: Currency) -> sqlx::Result<()> {
     for (sku, name, price_cents) in DEMO_PRODUCTS {
         products::upsert(
             db,
@@ -55,7 +64,7 @@ pub async fn seed_products(db: &sqlx::PgPool) -> sqlx::Result<()> {
                 sku: sku.into(),
                 name: name.into(),
                 price_cents,
-                currency: DEMO_CURRENCY,
+                currency,
             },
             true,
         )
@@ -64,11 +73,24 @@ pub async fn seed_products(db: &sqlx::PgPool) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// Creates the demo shoppers that do not exist yet; returns their sign-in details.
-pub async fn seed_shoppers(db: &sqlx::PgPool) -> anyhow::Result<Vec<DemoShopper>> {
+/// Creates the demo shoppers that do not exist yet, each with an account in
+/// `currency` (one is opened for an existing demo shopper who lacks it);
+/// returns their sign-in details.
+pub async fn seed_shoppers(
+    db: &sqlx::PgPool,
+    currency: Currency,
+) -> anyhow::Result<Vec<DemoShopper>> {
     let mut shown = Vec::new();
     for (email, password) in DEMO_SHOPPERS {
-        if shoppers::find_by_email(db, email).await?.is_none() {
+        if let Some(existing) = shoppers::find_by_email(db, email).await? {
+            shoppers::open_account(
+                db,
+                existing.shopper_id,
+                DEMO_OPENING_BALANCE_CENTS,
+                currency,
+            )
+            .await?;
+        } else {
             let hash = passwords::hash(SecretString::from(password))
                 .await
                 .map_err(|err| anyhow::anyhow!("{err}"))?;
@@ -78,7 +100,7 @@ pub async fn seed_shoppers(db: &sqlx::PgPool) -> anyhow::Result<Vec<DemoShopper>
                 password_hash: &hash,
                 demo: true,
                 balance_cents: DEMO_OPENING_BALANCE_CENTS,
-                currency: DEMO_CURRENCY,
+                currency,
             };
             match shoppers::insert_with_account(&mut tx, new).await {
                 Ok(_) => tx.commit().await?,

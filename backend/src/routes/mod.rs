@@ -7,10 +7,12 @@ pub mod health;
 pub mod merchant;
 pub mod orders;
 pub mod pay;
+pub mod payment_code;
 pub mod platform;
 pub mod products;
 pub mod refunds;
 pub mod session;
+pub mod wechatpay_notify;
 
 use crate::auth::bearer::{self, BearerKey};
 use crate::error::ApiError;
@@ -60,6 +62,7 @@ pub fn api(
         .routes(routes!(orders::create_order, orders::list_orders))
         .routes(routes!(orders::get_order))
         .routes(routes!(refunds::shopper_list))
+        .routes(routes!(payment_code::payment_code))
         .routes(routes!(orders::issue_request_token))
         .routes(routes!(pay::pay))
         .route_layer(middleware::from_fn_with_state(csrf, csrf_guard))
@@ -70,6 +73,7 @@ pub fn api(
         .merge(shopper)
         .routes(routes!(products::list))
         .routes(routes!(callbacks::receive))
+        .routes(routes!(wechatpay_notify::receive))
         .routes(routes!(platform::platform))
         .routes(routes!(crate::openapi::document))
         .fallback(|| async { ApiError::NotFound })

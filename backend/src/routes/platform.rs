@@ -15,6 +15,7 @@ pub async fn platform(State(state): State<AppState>) -> Json<PlatformInfo> {
     Json(PlatformInfo {
         platform: kind.as_str().to_owned(),
         sandbox: kind == crate::config::PlatformKind::Sandbox,
+        pays_by_qr_code: kind.pays_by_qr_code(),
         demo_shoppers: state.demo_shoppers.as_ref().clone(),
     })
 }

@@ -408,7 +408,7 @@ async fn the_remote_platform_client_reads_every_answer_to_a_query_and_a_close() 
     )
     .await;
     let platform =
-        backend::platform::Platform::remote(&url, "http://127.0.0.1:9/cb".into()).expect("client");
+        backend::platform::Platform::remote(&url, "http://127.0.0.1:9".into()).expect("client");
     let ours = backend::platform::PaymentRef {
         order_no: "ord_1",
         payment_id: Uuid::new_v4(),

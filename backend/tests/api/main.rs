@@ -29,3 +29,4 @@ mod request_token;
 mod sessions;
 mod startup;
 mod static_files;
+mod wechatpay;

@@ -37,6 +37,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("post", "/api/orders/{order_no}/request-token"),
         ("post", "/api/orders/{order_no}/pay"),
         ("get", "/api/orders/{order_no}/refunds"),
+        ("get", "/api/orders/{order_no}/payment-code.svg"),
         ("post", "/api/merchant/orders"),
         ("post", "/api/merchant/orders/{order_no}/refunds"),
         ("get", "/api/merchant/orders/{order_no}/refunds"),
@@ -48,6 +49,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/admin/callbacks/{callback_id}"),
         ("get", "/api/admin/anomalies"),
         ("post", "/api/payments/callback"),
+        ("post", "/api/payments/callback/wechatpay"),
         ("get", "/api/platform"),
         ("get", "/api/openapi.json"),
     ];

@@ -91,6 +91,9 @@ impl PayFlow {
             _ => None,
         };
         PayView {
+            scan_code: matches!(self.phase, Phase::Processing { .. })
+                && self.order.as_ref().and_then(|order| order.payment_status)
+                    == Some(AttemptStatus::Submitted),
             amount: self
                 .order
                 .as_ref()
@@ -145,6 +148,9 @@ pub enum Outcome {
 /// Everything the payment page renders, derived from [`PayFlow`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayView {
+    /// The platform has the payment and waits for the shopper: a platform
+    /// paid by QR code shows its code now.
+    pub scan_code: bool,
     /// The formatted amount, once the order is known.
     pub amount: Option<String>,
     /// The order's status, once known.

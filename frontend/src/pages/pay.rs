@@ -8,7 +8,7 @@
 use crate::components::{NoticeBox, StatusBadge};
 use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
 use crate::{api, or_sign_in, sign_in_again};
-use api_types::api::{Account, PayRequest};
+use api_types::api::{Account, PayRequest, PlatformInfo};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -96,7 +96,10 @@ async fn sleep(delay_ms: u32) {
 pub fn PayPage(
     /// The order to pay, from the URL.
     order_no: String,
+    /// Which platform takes the payment (a QR code is shown for those paid by scanning one).
+    platform: LocalResource<Result<PlatformInfo, api::ApiError>>,
 ) -> impl IntoView {
+    let code_src = format!("/api/orders/{order_no}/payment-code.svg");
     let order_no: Arc<str> = order_no.into();
     let controller = Controller {
         flow: RwSignal::new(PayFlow::new()),
@@ -121,6 +124,13 @@ pub fn PayPage(
             .order
             .as_ref()
             .and_then(|o| o.description.clone())
+    };
+    let scan_code = move || {
+        view_model.read().scan_code
+            && platform
+                .get()
+                .and_then(Result::ok)
+                .is_some_and(|info| info.pays_by_qr_code)
     };
     let pay_button = move || view_model.read().pay_button;
     let retry_label = move || view_model.read().retry_label;
@@ -206,6 +216,17 @@ pub fn PayPage(
                         })
                 }}
             </p>
+
+            <Show when=scan_code>
+                <img
+                    id="payment-code"
+                    class="payment-code"
+                    src=code_src.clone()
+                    alt="QR code: scan it with the payment app to pay"
+                    width="200"
+                    height="200"
+                />
+            </Show>
 
             <div class="actions">
                 <Show when=move || pay_button().is_some()>

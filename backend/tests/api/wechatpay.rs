@@ -1,0 +1,640 @@
+//! `PLATFORM=wechatpay`: the backend speaks WeChat Pay API v3 to a
+//! `platform-sim` serving `/v3` on a real socket, with a key set written to
+//! files as a merchant would have them. Notifications are posted the way
+//! WeChat Pay posts them: an envelope signed with the platform key whose
+//! resource is AES-256-GCM encrypted with the APIv3 key.
+
+use crate::helpers::{Account, TestApp, spawn_app_with};
+use crate::refunds::{post_refund, wait_until_refunds_settle};
+use api_types::api::Order;
+use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
+use backend::config::{Config, PlatformKind, WechatPayConfig};
+use backend::platform::{CloseAnswer, PaymentRef, Platform};
+use platform_protocols::keys::{self, LocalKeys};
+use platform_protocols::wechatpay::{
+    EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, RefundNotification,
+    RefundNotificationAmount, RefundStatus, TradeState, TradeType, Transaction, TransactionAmount,
+    generate_nonce,
+};
+use platform_sim::WechatPayConfig as SimWechatPay;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+const MCHID: &str = "1900009191";
+const APPID: &str = "wxd678efh567hg6787";
+const NOTIFY_PATH: &str = "/api/payments/callback/wechatpay";
+
+/// One key set per test binary (RSA key generation is the slow part), written
+/// to files as `platform-sim keys DIR` writes them.
+fn key_set() -> &'static (LocalKeys, PathBuf) {
+    static KEYS: OnceLock<(LocalKeys, PathBuf)> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "checkout-test-wechatpay-keys-{}",
+            std::process::id()
+        ));
+        let generated = keys::generate(&dir).expect("a key set is written");
+        (generated, dir)
+    })
+}
+
+/// The backend's WeChat Pay settings for the key set, against `api_url`.
+fn wechatpay_config(api_url: &str) -> WechatPayConfig {
+    let (keys, dir) = key_set();
+    WechatPayConfig {
+        wechatpay_api_url: api_url.to_owned(),
+        wechatpay_mchid: Some(MCHID.into()),
+        wechatpay_appid: Some(APPID.into()),
+        wechatpay_merchant_key_file: Some(dir.join(keys::MERCHANT_PRIVATE_KEY_FILE)),
+        wechatpay_merchant_serial: Some(keys.merchant_serial_no.clone()),
+        wechatpay_platform_public_key_file: Some(dir.join(keys::PLATFORM_PUBLIC_KEY_FILE)),
+        wechatpay_platform_serial: Some(keys.platform_serial_no.clone()),
+        wechatpay_apiv3_key_file: Some(dir.join(keys::WECHATPAY_APIV3_KEY_FILE)),
+    }
+}
+
+/// A platform-sim speaking WeChat Pay for our merchant on its own port,
+/// deciding payments after `delay`, retrying notifications every 100 ms.
+async fn start_wechatpay(
+    chaos: platform_sim::Chaos,
+    delay: Duration,
+) -> (platform_sim::Simulator, String) {
+    let (keys, _) = key_set();
+    let simulator = platform_sim::Simulator::new(platform_sim::SimConfig {
+        schedule: platform_sim::Schedule::Fixed {
+            interval: Duration::from_millis(100),
+            count: 20,
+        },
+        processing_delay: delay,
+        chaos,
+        wechatpay: Some(SimWechatPay::from_keys(MCHID, APPID, keys)),
+        ..platform_sim::SimConfig::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let router = simulator.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (simulator, url)
+}
+
+/// The app with `PLATFORM=wechatpay` against a fresh platform-sim.
+async fn spawn_wechatpay_app(
+    chaos: platform_sim::Chaos,
+    delay: Duration,
+    adjust: impl FnOnce(&mut Config),
+) -> (TestApp, platform_sim::Simulator, String) {
+    let (simulator, url) = start_wechatpay(chaos, delay).await;
+    let api_url = url.clone();
+    let app = spawn_app_with(move |config| {
+        config.platform = Some(PlatformKind::Wechatpay);
+        config.wechatpay = wechatpay_config(&api_url);
+        adjust(config);
+    })
+    .await;
+    (app, simulator, url)
+}
+
+fn silent() -> platform_sim::Chaos {
+    platform_sim::Chaos {
+        drop_callbacks: true,
+        ..platform_sim::Chaos::default()
+    }
+}
+
+/// A CNY shopper with one PENDING order, signed in on `app.http`.
+async fn cny_order(app: &TestApp, balance: i64, amount: i64) -> (Account, Order) {
+    let account = app.create_account(balance, "CNY").await;
+    let order = app.create_order(&account, amount).await;
+    (account, order)
+}
+
+/// Pays the order and waits until WeChat Pay has it (the attempt SUBMITTED);
+/// returns our payment id.
+async fn hand_over(app: &TestApp, order: &Order) -> Uuid {
+    let token = app.request_token(&order.order_no).await;
+    assert_eq!(
+        app.pay(&order.order_no, token).await.status(),
+        StatusCode::ACCEPTED
+    );
+    for _ in 0..200 {
+        let row: Option<(Uuid,)> = sqlx::query_as(
+            "SELECT payment_id FROM payment_attempts WHERE order_no = $1 AND status = 'SUBMITTED'",
+        )
+        .bind(&order.order_no)
+        .fetch_optional(&app.db)
+        .await
+        .expect("attempt");
+        if let Some((payment_id,)) = row {
+            return payment_id;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the payment of {} was not handed over", order.order_no);
+}
+
+/// WeChat Pay's `TRANSACTION.SUCCESS` content for the order.
+fn transaction(order: &Order, payment_id: Uuid, transaction_id: &str, total: i64) -> Transaction {
+    Transaction {
+        appid: APPID.into(),
+        mchid: MCHID.into(),
+        out_trade_no: OutTradeNo::parse(&order.order_no).expect("order numbers fit"),
+        transaction_id: Some(transaction_id.into()),
+        trade_type: Some(TradeType::Native),
+        trade_state: TradeState::Success,
+        trade_state_desc: "支付成功".into(),
+        bank_type: Some("OTHERS".into()),
+        attach: Some(payment_id.to_string()),
+        success_time: Some(OffsetDateTime::now_utc()),
+        payer: None,
+        amount: TransactionAmount {
+            total,
+            payer_total: Some(total),
+            currency: Currency::CNY,
+            payer_currency: Some(Currency::CNY),
+        },
+    }
+}
+
+/// How to spoil a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spoil {
+    None,
+    /// Change a byte of the body after signing.
+    TamperedBody,
+    /// Sign with a key that is not the platform's.
+    WrongKey,
+    /// Name another platform key serial.
+    WrongSerial,
+    /// Signed six minutes ago.
+    OldTimestamp,
+    /// Signed six minutes from now.
+    FutureTimestamp,
+    /// Encrypted under other associated data than the envelope names.
+    WrongAssociatedData,
+    /// The ciphertext cut short (tag gone), then signed properly.
+    TruncatedCiphertext,
+}
+
+/// Encrypts `payload` into a notification `id` and signs it as WeChat Pay
+/// would (or spoiled as asked); returns body and headers.
+fn notification(
+    id: &str,
+    event: EventType,
+    payload: &NotificationPayload,
+    spoil: Spoil,
+) -> (Vec<u8>, Vec<(&'static str, String)>) {
+    let (keys, _) = key_set();
+    let mut envelope = Notification::encrypt(
+        id,
+        OffsetDateTime::now_utc(),
+        event,
+        payload,
+        &keys.apiv3_key,
+        &platform_protocols::wechatpay::resource::generate_resource_nonce(),
+    )
+    .expect("encrypts");
+    match spoil {
+        Spoil::WrongAssociatedData => envelope.resource.associated_data = "refund".into(),
+        Spoil::TruncatedCiphertext => {
+            let cut = envelope.resource.ciphertext.len() - 24;
+            envelope.resource.ciphertext.truncate(cut);
+        }
+        _ => {}
+    }
+    let mut body = serde_json::to_vec(&envelope).expect("serializes");
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let timestamp = match spoil {
+        Spoil::OldTimestamp => now - 360,
+        Spoil::FutureTimestamp => now + 360,
+        _ => now,
+    };
+    let signer = match spoil {
+        Spoil::WrongKey => PlatformSigner {
+            serial: keys.platform_serial_no.clone(),
+            key: keys.merchant_private.clone(),
+        },
+        Spoil::WrongSerial => PlatformSigner {
+            serial: "5157F09EFDC096DE15EBE81A47057A7232F1B8E1".into(),
+            key: keys.platform_private.clone(),
+        },
+        _ => PlatformSigner {
+            serial: keys.platform_serial_no.clone(),
+            key: keys.platform_private.clone(),
+        },
+    };
+    let signature = signer.sign(&body, timestamp, &generate_nonce());
+    if spoil == Spoil::TamperedBody {
+        let at = body.iter().position(|b| *b == b'"').expect("a quote");
+        body.insert(at, b' ');
+    }
+    (body, signature.header_pairs().to_vec())
+}
+
+async fn post_notification(
+    app: &TestApp,
+    body: Vec<u8>,
+    headers: &[(&'static str, String)],
+) -> reqwest::Response {
+    let mut request = app
+        .http
+        .post(app.url(NOTIFY_PATH))
+        .header("content-type", "application/json")
+        .body(body);
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    request.send().await.expect("request sent")
+}
+
+async fn post_success(app: &TestApp, id: &str, content: &Transaction) -> reqwest::Response {
+    let (body, headers) = notification(
+        id,
+        EventType::TransactionSuccess,
+        &NotificationPayload::Transaction(content.clone()),
+        Spoil::None,
+    );
+    post_notification(app, body, &headers).await
+}
+
+async fn charges(app: &TestApp, order_no: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+    )
+    .bind(order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("count")
+}
+
+#[tokio::test]
+async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
+    let (app, simulator, _) = spawn_wechatpay_app(
+        platform_sim::Chaos::default(),
+        Duration::from_millis(800),
+        |_| {},
+    )
+    .await;
+    let (account, order) = cny_order(&app, 10_000, 2_450).await;
+    let payment_id = hand_over(&app, &order).await;
+
+    // While it is being paid the page can show WeChat Pay's code_url as a QR code.
+    let code: Option<String> =
+        sqlx::query_scalar("SELECT qr_code FROM payment_attempts WHERE payment_id = $1")
+            .bind(payment_id)
+            .fetch_one(&app.db)
+            .await
+            .expect("attempt");
+    let code = code.expect("prepay gave a code_url");
+    assert!(code.starts_with("weixin://wxpay/bizpayurl?pr="), "{code}");
+    let svg = app
+        .get(&format!("/api/orders/{}/payment-code.svg", order.order_no))
+        .await;
+    assert_eq!(svg.status(), StatusCode::OK);
+    assert_eq!(svg.headers()["content-type"], "image/svg+xml");
+    assert!(svg.text().await.expect("body").contains("<svg"));
+    // Nobody else sees it.
+    let stranger = app.create_shopper(0, "CNY").await;
+    let other = app.client_of(&stranger).await;
+    let peek = other
+        .get(app.url(&format!("/api/orders/{}/payment-code.svg", order.order_no)))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(peek.status(), StatusCode::NOT_FOUND);
+
+    let paid = app.wait_until_final(&order.order_no).await;
+    assert_eq!(paid.status, OrderStatus::Paid);
+    assert_eq!(app.balance(&account).await, 10_000 - 2_450);
+    assert_eq!(charges(&app, &order.order_no).await, 1);
+    // The platform's transaction_id was booked, and our payment id came back in `attach`.
+    let booked: String =
+        sqlx::query_scalar("SELECT payment_id FROM payment_ledger WHERE order_no = $1")
+            .bind(&order.order_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("ledger row");
+    let sim_payment = simulator
+        .query_by_reference(&format!("wechatpay:{}", order.order_no))
+        .await
+        .expect("the simulator has it");
+    assert_eq!(booked, sim_payment.payment_id);
+    // Once paid there is no code to scan any more.
+    let after = app
+        .get(&format!("/api/orders/{}/payment-code.svg", order.order_no))
+        .await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn the_incident_in_wechat_pay_format_charges_once() {
+    let (app, _simulator, _) =
+        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
+    let (account, order) = cny_order(&app, 10_000, 3_000).await;
+    let payment_id = hand_over(&app, &order).await;
+    let content = transaction(&order, payment_id, "4200000991202612036853086457", 3_000);
+    let id = Uuid::new_v4().to_string();
+
+    // 100 copies at once, each encrypted afresh (another nonce, another ciphertext).
+    let copies = (0..100).map(|_| post_success(&app, &id, &content));
+    let answers = futures::future::join_all(copies).await;
+    for answer in &answers {
+        assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    }
+    // 10 retries, a restart, one more.
+    for _ in 0..10 {
+        assert_eq!(
+            post_success(&app, &id, &content).await.status(),
+            StatusCode::NO_CONTENT
+        );
+    }
+    let app = app.restart().await;
+    assert_eq!(
+        post_success(&app, &id, &content).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    app.sign_in_as(&app.http, &account).await;
+
+    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
+    assert_eq!(charges(&app, &order.order_no).await, 1);
+    assert_eq!(app.balance(&account).await, 7_000);
+    let outcomes = app.delivery_outcomes(&order.order_no).await;
+    assert_eq!(outcomes.len(), 111);
+    assert_eq!(outcomes.iter().filter(|o| *o == "CHARGED").count(), 1);
+    assert_eq!(outcomes.iter().filter(|o| *o == "DUPLICATE").count(), 110);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn spoiled_notifications_are_refused_and_change_nothing() {
+    let (app, _simulator, _) =
+        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
+    let (_, order) = cny_order(&app, 10_000, 3_000).await;
+    let payment_id = hand_over(&app, &order).await;
+    let content = NotificationPayload::Transaction(transaction(
+        &order,
+        payment_id,
+        "4200000991202612036853086458",
+        3_000,
+    ));
+    let before = app.snapshot().await;
+    let deliveries_before = app.count("callback_deliveries").await;
+    for (spoil, status) in [
+        (Spoil::TamperedBody, StatusCode::UNAUTHORIZED),
+        (Spoil::WrongKey, StatusCode::UNAUTHORIZED),
+        (Spoil::WrongSerial, StatusCode::UNAUTHORIZED),
+        (Spoil::OldTimestamp, StatusCode::UNAUTHORIZED),
+        (Spoil::FutureTimestamp, StatusCode::UNAUTHORIZED),
+        (Spoil::WrongAssociatedData, StatusCode::BAD_REQUEST),
+        (Spoil::TruncatedCiphertext, StatusCode::BAD_REQUEST),
+    ] {
+        let (body, headers) = notification(
+            &Uuid::new_v4().to_string(),
+            EventType::TransactionSuccess,
+            &content,
+            spoil,
+        );
+        let answer = post_notification(&app, body, &headers).await;
+        assert_eq!(answer.status(), status, "{spoil:?}");
+        let reply: Value = answer.json().await.expect("a JSON reply");
+        assert_eq!(reply["code"], "FAIL", "{spoil:?}");
+        assert!(reply["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    // No headers at all.
+    let bare = app
+        .http
+        .post(app.url(NOTIFY_PATH))
+        .body("{}")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(bare.status(), StatusCode::UNAUTHORIZED);
+
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(
+        app.order(&order.order_no).await.status,
+        OrderStatus::Pending
+    );
+    // Signature failures write nothing at all; the two signed-but-undecryptable
+    // ones leave a MALFORMED_BODY line in the delivery log for people.
+    assert_eq!(
+        app.count("callback_deliveries").await,
+        deliveries_before + 2
+    );
+    assert!(app.anomalies(&order.order_no).await.is_empty());
+}
+
+#[tokio::test]
+async fn another_merchant_or_another_amount_is_refused_with_an_anomaly() {
+    let (app, _simulator, _) =
+        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
+    let (account, order) = cny_order(&app, 10_000, 3_000).await;
+    let payment_id = hand_over(&app, &order).await;
+
+    let mut other_merchant = transaction(&order, payment_id, "4200000991202612036853086459", 3_000);
+    other_merchant.mchid = "1900000109".into();
+    let answer = post_success(&app, &Uuid::new_v4().to_string(), &other_merchant).await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(app.anomalies(&order.order_no).await, ["MERCHANT_MISMATCH"]);
+
+    let mut other_app = transaction(&order, payment_id, "4200000991202612036853086459", 3_000);
+    other_app.appid = "wx0000000000000000".into();
+    let answer = post_success(&app, &Uuid::new_v4().to_string(), &other_app).await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+
+    let more = transaction(&order, payment_id, "4200000991202612036853086459", 3_001);
+    let answer = post_success(&app, &Uuid::new_v4().to_string(), &more).await;
+    assert_eq!(answer.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let reply: Value = answer.json().await.expect("reply");
+    assert_eq!(reply["code"], "FAIL");
+
+    let mut anomalies = app.anomalies(&order.order_no).await;
+    anomalies.sort();
+    assert_eq!(
+        anomalies,
+        ["AMOUNT_MISMATCH", "MERCHANT_MISMATCH", "MERCHANT_MISMATCH"]
+    );
+    assert_eq!(charges(&app, &order.order_no).await, 0);
+    assert_eq!(app.balance(&account).await, 10_000);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn the_connector_queries_and_closes_a_payment() {
+    let (app, _simulator, url) = spawn_wechatpay_app(
+        platform_sim::Chaos::default(),
+        Duration::from_secs(3_600),
+        |_| {},
+    )
+    .await;
+    let (_, unpaid) = cny_order(&app, 10_000, 1_000).await;
+    let unpaid_id = hand_over(&app, &unpaid).await;
+    let connector = Platform::wechatpay(
+        wechatpay_config(&url).load().expect("settings load"),
+        "http://127.0.0.1:9".into(),
+    )
+    .expect("connector");
+
+    let asked = connector
+        .query(PaymentRef {
+            order_no: &unpaid.order_no,
+            payment_id: unpaid_id,
+        })
+        .await
+        .expect("an answer")
+        .expect("WeChat Pay has it");
+    assert_eq!(asked.status, api_types::platform::PaymentStatus::Processing);
+    assert_eq!(asked.merchant_reference, Some(unpaid_id.to_string()));
+    assert_eq!(asked.amount_cents, 1_000);
+
+    let closed = connector
+        .close(PaymentRef {
+            order_no: &unpaid.order_no,
+            payment_id: unpaid_id,
+        })
+        .await
+        .expect("an answer");
+    let CloseAnswer::Closed(state) = closed else {
+        panic!("expected Closed, got {closed:?}");
+    };
+    assert_eq!(state.status, api_types::platform::PaymentStatus::Closed);
+
+    // An order WeChat Pay never saw.
+    let (_, never) = cny_order(&app, 10_000, 1_300).await;
+    let answer = connector
+        .query(PaymentRef {
+            order_no: &never.order_no,
+            payment_id: Uuid::new_v4(),
+        })
+        .await
+        .expect("an answer");
+    assert_eq!(answer, None);
+}
+
+#[tokio::test]
+async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_once() {
+    let (app, simulator, url) = spawn_wechatpay_app(
+        platform_sim::Chaos::default(),
+        Duration::from_millis(100),
+        |_| {},
+    )
+    .await;
+    let (account, order) = cny_order(&app, 10_000, 2_000).await;
+    let payment_id = hand_over(&app, &order).await;
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+
+    // Closing a transaction that was paid first: WeChat Pay says ORDERPAID.
+    let connector = Platform::wechatpay(
+        wechatpay_config(&url).load().expect("settings load"),
+        "http://127.0.0.1:9".into(),
+    )
+    .expect("connector");
+    let answer = connector
+        .close(PaymentRef {
+            order_no: &order.order_no,
+            payment_id,
+        })
+        .await
+        .expect("an answer");
+    assert_eq!(answer, CloseAnswer::AlreadyPaid);
+
+    let answer = post_refund(
+        &app,
+        &order.order_no,
+        Some(&Uuid::new_v4().to_string()),
+        &json!({"amount_cents": 500, "reason": "one item returned"}),
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::ACCEPTED);
+    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    assert_eq!(refunds.len(), 1);
+    assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
+    assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
+
+    // The refund's REFUND.SUCCESS again, 50 copies at once under one id and
+    // under new ids: still one credit.
+    let sim_payment = simulator
+        .query_by_reference(&format!("wechatpay:{}", order.order_no))
+        .await
+        .expect("the simulator has it");
+    let platform_refund_id: String =
+        sqlx::query_scalar("SELECT platform_refund_id FROM refunds WHERE refund_no = $1")
+            .bind(&refunds[0].refund_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("the platform's id for it");
+    let content = NotificationPayload::Refund(RefundNotification {
+        mchid: MCHID.into(),
+        out_trade_no: OutTradeNo::parse(&order.order_no).expect("fits"),
+        transaction_id: sim_payment.payment_id.clone(),
+        out_refund_no: refunds[0].refund_no.clone(),
+        refund_id: platform_refund_id,
+        refund_status: RefundStatus::Success,
+        success_time: Some(OffsetDateTime::now_utc()),
+        user_received_account: None,
+        amount: RefundNotificationAmount {
+            total: 2_000,
+            refund: 500,
+            payer_total: 2_000,
+            payer_refund: 500,
+        },
+    });
+    let id = Uuid::new_v4().to_string();
+    let storm = (0..50).map(|i| {
+        let id = if i % 2 == 0 {
+            id.clone()
+        } else {
+            Uuid::new_v4().to_string()
+        };
+        let (body, headers) = notification(&id, EventType::RefundSuccess, &content, Spoil::None);
+        let app = &app;
+        async move { post_notification(app, body, &headers).await.status() }
+    });
+    for status in futures::future::join_all(storm).await {
+        assert_eq!(status, StatusCode::NO_CONTENT);
+    }
+    assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
+    let refund_rows: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'REFUND'",
+    )
+    .bind(&order.order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("count");
+    assert_eq!(refund_rows, 1);
+    app.assert_invariants().await;
+}
+
+#[test]
+fn wechatpay_settings_say_what_is_missing_and_never_show_keys() {
+    let config = Config {
+        platform: Some(PlatformKind::Wechatpay),
+        ..Config::default()
+    };
+    let err = config.settle().expect_err("nothing configured");
+    assert!(err.to_string().contains("WECHATPAY_MCHID"), "{err}");
+
+    let mut config = wechatpay_config("http://127.0.0.1:9");
+    config.wechatpay_merchant_key_file = Some("/nonexistent/apiclient_key.pem".into());
+    let err = config.load().expect_err("no key file");
+    assert!(err.contains("WECHATPAY_MERCHANT_KEY_FILE"), "{err}");
+
+    let settings = wechatpay_config("http://127.0.0.1:9")
+        .load()
+        .expect("loads");
+    let shown = format!("{settings:?}");
+    let (keys, _) = key_set();
+    assert!(shown.contains(MCHID));
+    assert!(!shown.contains(keys.apiv3_key.expose()), "{shown}");
+    assert!(!shown.contains("PRIVATE"), "{shown}");
+}
