@@ -7,13 +7,14 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use platform_protocols::keys::LocalKeys;
 use platform_sim::{
     CallbackSecret, Payment, PaymentCreated, PaymentStatus, Refund, Schedule, SimConfig, Simulator,
 };
 use reqwest::Response;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -22,6 +23,13 @@ use tokio::task::JoinHandle;
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
 static TRACING: Once = Once::new();
+
+/// One merchant and platform key set for the whole suite (WeChat Pay and
+/// Alipay alike): RSA key generation is the slow part.
+pub fn local_keys() -> &'static LocalKeys {
+    static KEYS: OnceLock<LocalKeys> = OnceLock::new();
+    KEYS.get_or_init(|| LocalKeys::generate().expect("a key set"))
+}
 
 /// The suite's defaults: retries every 50 ms (1 s scaled by 0.05), a 5 ms processing delay.
 pub fn test_config() -> SimConfig {

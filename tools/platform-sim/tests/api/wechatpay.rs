@@ -17,7 +17,7 @@ use platform_protocols::wechatpay::{
 };
 use platform_sim::WechatPayConfig;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
@@ -26,10 +26,8 @@ use tokio::task::JoinHandle;
 const MCHID: &str = "1900009191";
 const APPID: &str = "wxd678efh567hg6787";
 
-/// One key set for the whole suite: RSA key generation is the slow part.
 fn keys() -> &'static LocalKeys {
-    static KEYS: OnceLock<LocalKeys> = OnceLock::new();
-    KEYS.get_or_init(|| LocalKeys::generate().expect("a key set"))
+    crate::helpers::local_keys()
 }
 
 fn now() -> i64 {
