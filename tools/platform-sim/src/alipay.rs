@@ -544,11 +544,7 @@ fn refund_refusal(simulator: &Simulator, payment_id: &str, err: SimError) -> Ref
 
 /// The payment link: stable for a trade, so a replayed precreate shows the same QR code.
 fn qr_code(stored: &StoredPayment) -> String {
-    let token = stored
-        .payment_id
-        .strip_prefix("pay_")
-        .unwrap_or(&stored.payment_id);
-    format!("https://qr.alipay.com/bax{token}")
+    format!("https://qr.alipay.com/bax{}", stored.token())
 }
 
 /// A stable 16-digit Alipay user id (`2088...`) for the trade's simulated buyer.

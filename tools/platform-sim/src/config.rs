@@ -467,19 +467,36 @@ mod tests {
         assert_eq!(plain, Chaos::default());
     }
 
-    #[test]
-    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let keys = crate::keys::write_local_keys(dir.path())
-            .expect("keys written")
-            .0;
-        let path = dir.path().to_str().expect("a UTF-8 path");
-        let args = |extra: &[&str]| {
-            let argv = ["platform-sim", "--wechatpay-keys", path]
+    /// A key set written into a temporary directory, for the `--*-keys` flags.
+    struct KeyDir {
+        dir: tempfile::TempDir,
+        keys: LocalKeys,
+    }
+
+    impl KeyDir {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let keys = crate::keys::write_local_keys(dir.path())
+                .expect("keys written")
+                .0;
+            Self { dir, keys }
+        }
+
+        /// `flag DIR` and `extra`, parsed.
+        fn args(&self, flag: &str, extra: &[&str]) -> SimArgs {
+            let path = self.dir.path().to_str().expect("a UTF-8 path");
+            let argv = ["platform-sim", flag, path]
                 .into_iter()
                 .chain(extra.iter().copied());
             Cli::try_parse_from(argv).expect("parses").sim
-        };
+        }
+    }
+
+    #[test]
+    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
+        let key_dir = KeyDir::new();
+        let keys = &key_dir.keys;
+        let args = |extra: &[&str]| key_dir.args("--wechatpay-keys", extra);
 
         let config = args(&[
             "--wechatpay-mchid",
@@ -504,17 +521,9 @@ mod tests {
 
     #[test]
     fn alipay_flags_load_the_key_set_and_need_the_app_id() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let keys = crate::keys::write_local_keys(dir.path())
-            .expect("keys written")
-            .0;
-        let path = dir.path().to_str().expect("a UTF-8 path");
-        let args = |extra: &[&str]| {
-            let argv = ["platform-sim", "--alipay-keys", path]
-                .into_iter()
-                .chain(extra.iter().copied());
-            Cli::try_parse_from(argv).expect("parses").sim
-        };
+        let key_dir = KeyDir::new();
+        let keys = &key_dir.keys;
+        let args = |extra: &[&str]| key_dir.args("--alipay-keys", extra);
 
         let config = args(&[
             "--alipay-app-id",

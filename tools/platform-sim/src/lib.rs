@@ -317,11 +317,7 @@ impl Simulator {
         let (stored, replayed) = match created {
             Created::Replayed(stored) => (stored, true),
             Created::New(stored) => {
-                let outcome = self
-                    .inner
-                    .config
-                    .outcome
-                    .decide(stored.request.amount_cents);
+                let outcome = self.outcome(stored.request.amount_cents);
                 let (status, _) = refund::decided(outcome);
                 let decided = book
                     .decide_refund(&stored.refund_id, status)
@@ -504,6 +500,11 @@ impl Simulator {
             .ok_or(SimError::RefundNotFound(stored.refund_id))
     }
 
+    /// How a payment or refund of `amount_cents` ends, by the configured rule.
+    fn outcome(&self, amount_cents: i64) -> outcome::Outcome {
+        self.inner.config.outcome.decide(amount_cents)
+    }
+
     /// Waits out the processing delay, or the `hold_processing` the payment or refund copied.
     async fn wait_processing(&self, chaos: &Chaos) {
         let config = &self.inner.config;
@@ -516,11 +517,7 @@ impl Simulator {
     /// the callbacks.
     async fn process(self, payment: StoredPayment) {
         self.wait_processing(&payment.chaos).await;
-        let outcome = self
-            .inner
-            .config
-            .outcome
-            .decide(payment.request.amount_cents);
+        let outcome = self.outcome(payment.request.amount_cents);
         let (status, kind) = payment::decided(outcome);
         // Decided under the book's lock only if still PROCESSING: a close that got
         // there first wins, and then no callback may ever go out.
@@ -589,11 +586,7 @@ impl Simulator {
     /// of the payment, and delivers the callbacks.
     async fn process_refund(self, refund: StoredRefund) {
         self.wait_processing(&refund.chaos).await;
-        let outcome = self
-            .inner
-            .config
-            .outcome
-            .decide(refund.request.amount_cents);
+        let outcome = self.outcome(refund.request.amount_cents);
         let (status, kind) = refund::decided(outcome);
         let Some(refund) = lock(&self.inner.book).decide_refund(&refund.refund_id, status) else {
             return;

@@ -489,6 +489,13 @@ impl PaymentBook {
 }
 
 impl StoredPayment {
+    /// The payment id without its `pay_` prefix: the token of a payment link.
+    pub fn token(&self) -> &str {
+        self.payment_id
+            .strip_prefix("pay_")
+            .unwrap_or(&self.payment_id)
+    }
+
     /// What a WeChat Pay prepay added, if it was made through `/v3`.
     pub fn wechat(&self) -> Option<&WechatOrder> {
         match &self.order {
@@ -529,11 +536,12 @@ impl Subject for StoredPayment {
     }
 
     fn platform(&self) -> Platform {
-        match self.order {
-            None => Platform::Standard,
-            Some(PlatformOrder::Wechat(_)) => Platform::Wechat,
-            Some(PlatformOrder::Alipay(_)) => Platform::Alipay,
-        }
+        self.order
+            .as_ref()
+            .map_or(Platform::Standard, |order| match order {
+                PlatformOrder::Wechat(_) => Platform::Wechat,
+                PlatformOrder::Alipay(_) => Platform::Alipay,
+            })
     }
 
     fn wechat_notification(

@@ -180,11 +180,12 @@ impl Subject for StoredRefund {
     }
 
     fn platform(&self) -> Platform {
-        match self.extra {
-            None => Platform::Standard,
-            Some(PlatformRefund::Wechat(_)) => Platform::Wechat,
-            Some(PlatformRefund::Alipay(_)) => Platform::Alipay,
-        }
+        self.extra
+            .as_ref()
+            .map_or(Platform::Standard, |extra| match extra {
+                PlatformRefund::Wechat(_) => Platform::Wechat,
+                PlatformRefund::Alipay(_) => Platform::Alipay,
+            })
     }
 
     fn wechat_notification(

@@ -67,7 +67,7 @@ fn refund_reference(out_refund_no: &str) -> String {
 /// The WeChat Pay routes; merged into the simulator's router when configured.
 pub(crate) fn routes() -> Router<Simulator> {
     Router::new()
-        .route(paths::NATIVE_PREPAY, post(native_prepay))
+        .route(paths::NATIVE_PREPAY, post(answered(prepay)))
         .route(
             "/v3/pay/transactions/out-trade-no/{out_trade_no}",
             get(query_order),
@@ -76,7 +76,7 @@ pub(crate) fn routes() -> Router<Simulator> {
             "/v3/pay/transactions/out-trade-no/{out_trade_no}/close",
             post(close_order),
         )
-        .route(paths::REFUNDS, post(create_refund))
+        .route(paths::REFUNDS, post(answered(refund)))
         .route(
             "/v3/refund/domestic/refunds/{out_refund_no}",
             get(query_refund),
@@ -232,6 +232,20 @@ impl Verified {
     fn answer(&self, answer: Answer) -> Response {
         signed(&self.simulator, answer)
     }
+
+    /// The simulator, the WeChat Pay configuration, and the body read as `T`.
+    fn json<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<(&Simulator, &WechatPayConfig, T), WxError> {
+        Ok((&self.simulator, self.config()?, parse(&self.body)?))
+    }
+}
+
+/// A handler that computes its answer from the verified request at once, signed.
+fn answered(
+    compute: fn(&Verified) -> Answer,
+) -> impl Fn(Verified) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |request: Verified| std::future::ready(request.answer(compute(&request)))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, WxError> {
@@ -250,14 +264,8 @@ fn check_mchid(config: &WechatPayConfig, mchid: &str) -> Result<(), WxError> {
     }
 }
 
-async fn native_prepay(request: Verified) -> Response {
-    request.answer(prepay(&request))
-}
-
 fn prepay(verified: &Verified) -> Answer {
-    let simulator = &verified.simulator;
-    let config = verified.config()?;
-    let request: NativePrepayRequest = parse(&verified.body)?;
+    let (simulator, config, request) = verified.json::<NativePrepayRequest>()?;
     check_mchid(config, &request.mchid)?;
     if request.appid != config.appid {
         return Err(WxError::new(
@@ -322,11 +330,7 @@ fn prepay(verified: &Verified) -> Answer {
 
 /// The payment link: stable for a payment, so a replayed prepay shows the same QR code.
 fn code_url(stored: &StoredPayment) -> String {
-    let token = stored
-        .payment_id
-        .strip_prefix("pay_")
-        .unwrap_or(&stored.payment_id);
-    format!("weixin://wxpay/bizpayurl?pr={token}")
+    format!("weixin://wxpay/bizpayurl?pr={}", stored.token())
 }
 
 async fn query_order(Path(out_trade_no): Path<String>, request: Verified) -> Response {
@@ -386,14 +390,8 @@ fn valid_out_refund_no(text: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || b"_-|*@".contains(&byte))
 }
 
-async fn create_refund(request: Verified) -> Response {
-    request.answer(refund(&request))
-}
-
 fn refund(verified: &Verified) -> Answer {
-    let simulator = &verified.simulator;
-    let config = verified.config()?;
-    let request: RefundRequest = parse(&verified.body)?;
+    let (simulator, config, request) = verified.json::<RefundRequest>()?;
     if !valid_out_refund_no(&request.out_refund_no) {
         return Err(WxError::param("out_refund_no 格式错误"));
     }

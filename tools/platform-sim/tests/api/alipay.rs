@@ -3,12 +3,12 @@
 //! answer over its exact bytes with the platform key), and a notification
 //! receiver that verifies each form and answers as told.
 
-use crate::helpers::{PATIENCE, TestApp, local_keys, spawn_app};
-use axum::Router;
+use crate::helpers::{
+    PATIENCE, Served, TestApp, local_keys, serve_post, spawn_app, wait_for_count,
+};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use platform_protocols::alipay::{
     self as ali, Method, QueryResponse, TradeNotification, TradeStatus, verify_notification,
     verify_response,
@@ -20,8 +20,6 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 
 const APP_ID: &str = "2021000000000001";
 
@@ -169,13 +167,14 @@ impl Merchant {
             .await
     }
 
+    /// A call whose `biz_content` names only the trade (query, close).
+    async fn on_trade(&self, method: Method, out_trade_no: &str) -> Answer {
+        self.call(method, &json!({"out_trade_no": out_trade_no}), None)
+            .await
+    }
+
     async fn query(&self, out_trade_no: &str) -> Answer {
-        self.call(
-            Method::TradeQuery,
-            &json!({"out_trade_no": out_trade_no}),
-            None,
-        )
-        .await
+        self.on_trade(Method::TradeQuery, out_trade_no).await
     }
 
     async fn status(&self, out_trade_no: &str) -> TradeStatus {
@@ -198,12 +197,7 @@ impl Merchant {
     }
 
     async fn close(&self, out_trade_no: &str) -> Answer {
-        self.call(
-            Method::TradeClose,
-            &json!({"out_trade_no": out_trade_no}),
-            None,
-        )
-        .await
+        self.on_trade(Method::TradeClose, out_trade_no).await
     }
 
     async fn refund(&self, out_trade_no: &str, out_request_no: &str, amount: &str) -> Answer {
@@ -252,13 +246,7 @@ struct AliReceiver {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
     forged: Arc<Mutex<Vec<String>>>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for AliReceiver {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: Served,
 }
 
 impl AliReceiver {
@@ -271,19 +259,12 @@ impl AliReceiver {
             received: Arc::clone(&received),
             forged: Arc::clone(&forged),
         };
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        let address = listener.local_addr().expect("an address");
-        let router = Router::new()
-            .route("/notify", post(receive))
-            .with_state(state);
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router).await.expect("serves");
-        });
+        let (url, server) = serve_post("/notify", receive, state).await;
         Self {
-            url: format!("http://{address}/notify"),
+            url,
             received,
             forged,
-            server,
+            _server: server,
         }
     }
 
@@ -297,18 +278,7 @@ impl AliReceiver {
     }
 
     async fn wait_for(&self, count: usize) -> Vec<Received> {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let received = self.received();
-            if received.len() >= count {
-                return received;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "expected {count} notifications, got {received:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_count(count, || self.received()).await
     }
 }
 
