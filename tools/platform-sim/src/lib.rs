@@ -22,6 +22,11 @@
 //! `/v3/...` ([`wechatpay`]): merchant-signed requests, platform-signed
 //! answers, and encrypted `TRANSACTION.SUCCESS` / `REFUND.*` notifications,
 //! from the same book and through the same retrying sender and chaos knobs.
+//! With [`SimConfig::alipay`] set it speaks the Alipay open platform gateway
+//! at `POST /gateway.do` ([`alipay`]): RSA2-signed requests, answers signed
+//! over the response node's exact bytes, and signed form notifications
+//! (`TRADE_SUCCESS`, later `TRADE_FINISHED`, refunds) that only a reply of
+//! exactly `success` acknowledges, likewise from the same book.
 //! `platform-sim keys DIR` ([`keys`]) writes the key set both sides load.
 //!
 //! Routes ([`Simulator::router`]); every `/v1` error is `{"error":{"code","message"}}`:
@@ -53,6 +58,8 @@
 //!   200 [`Refund`] (which reads as [`RefundState`]), or 404 `REFUND_NOT_FOUND`.
 //! - `GET /v1/chaos`, `POST /v1/chaos`: read or replace the [`Chaos`] knobs.
 //! - `GET /healthz`: `ok`.
+//! - With WeChat Pay or Alipay configured, `/v3/...` ([`wechatpay`]) and
+//!   `POST /gateway.do` ([`alipay`]) in those platforms' own words.
 //!
 //! Run it as its own process (the `platform-sim` binary) or in-process: build
 //! a [`Simulator`], serve its [`Simulator::router`], or call its methods
@@ -66,7 +73,8 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set).
+//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set),
+//! [`wechatpay`] and [`alipay`] (the real platforms' protocols).
 
 #![warn(missing_docs)]
 
