@@ -80,7 +80,6 @@ use platform_protocols::alipay::{
 };
 use platform_protocols::money::Yuan;
 use serde::Serialize;
-use time::OffsetDateTime;
 
 /// The gateway's path.
 pub const GATEWAY_PATH: &str = "/gateway.do";
@@ -614,10 +613,7 @@ pub(crate) fn refund_notification(
     let mut notification = trade_notification(payment)?;
     notification.out_biz_no = Some(extra.out_request_no.clone());
     notification.refund_fee = yuan(payment.refunds.refunded_cents());
-    notification.gmt_refund = refund
-        .decided_at
-        .or(Some(OffsetDateTime::now_utc()))
-        .map(ali::format_timestamp);
+    notification.gmt_refund = refund.decided_at.map(ali::format_timestamp);
     Some(notification)
 }
 
@@ -658,6 +654,55 @@ mod tests {
             "40002",
             "invalid arguments"
         );
+    }
+
+    #[test]
+    fn a_trade_is_notified_as_it_stands_in_yuan_with_its_passback() {
+        use crate::chaos::Chaos;
+        use crate::payment::{Created, PaymentBook};
+        let mut book = PaymentBook::default();
+        let request = CreatePayment {
+            order_no: "T1".into(),
+            amount_cents: 1250,
+            currency: Currency::CNY,
+            notify_url: "http://127.0.0.1:9/notify".into(),
+            merchant_reference: Some(trade_reference("T1")),
+        };
+        let trade = AlipayTrade {
+            app_id: "2021000000000001".into(),
+            out_trade_no: "T1".into(),
+            subject: "Checkout order".into(),
+            timeout_express: None,
+            passback_params: Some("payment_id%3D42".into()),
+        };
+        let Ok(Created::New(stored)) = book.create_with(
+            &trade_reference("T1"),
+            request,
+            Chaos::default(),
+            Some(PlatformOrder::Alipay(trade)),
+        ) else {
+            panic!("created");
+        };
+        let waiting = trade_status(&stored);
+        assert!(book.decide(&stored.payment_id, PaymentStatus::Succeeded));
+        let paid = book.get(&stored.payment_id).cloned().expect("stored");
+        let finished = book.finish(&stored.payment_id).expect("finishes");
+
+        let success = trade_notification(&paid).expect("an Alipay trade");
+        let done = trade_notification(&finished).expect("an Alipay trade");
+
+        assert_eq!(waiting, TradeStatus::WaitBuyerPay);
+        assert_eq!(success.trade_status, Some(TradeStatus::TradeSuccess));
+        assert_eq!(
+            success.total_amount.map(|yuan| yuan.to_string()).as_deref(),
+            Some("12.50")
+        );
+        assert_eq!(success.passback_params.as_deref(), Some("payment_id%3D42"));
+        assert_eq!(success.trade_no, stored.payment_id);
+        assert!(success.gmt_payment.is_some() && success.gmt_close.is_none());
+        assert_eq!(done.trade_status, Some(TradeStatus::TradeFinished));
+        assert!(done.gmt_close.is_some());
+        assert!(book.finish(&stored.payment_id).is_none(), "finishes once");
     }
 
     #[test]
