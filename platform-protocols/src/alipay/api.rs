@@ -81,6 +81,10 @@ pub struct PrecreateBiz {
     /// How long the order stays payable, e.g. `90m` (1m to 15d).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_express: Option<String>,
+    /// Merchant data, URL-encoded, that Alipay passes back unchanged in the
+    /// trade's asynchronous notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passback_params: Option<String>,
 }
 
 /// The node of `alipay.trade.precreate`'s answer.
@@ -97,15 +101,26 @@ pub struct PrecreateResponse {
     pub qr_code: Option<String>,
 }
 
-/// `biz_content` of `alipay.trade.query` (one of the two numbers).
+/// `biz_content` of `alipay.trade.query` and `alipay.trade.close`: the trade,
+/// named by one of its two numbers (Alipay takes `trade_no` when both are given).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueryBiz {
+pub struct TradeRef {
     /// The merchant order number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_trade_no: Option<String>,
     /// Alipay's trade number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trade_no: Option<String>,
+}
+
+impl TradeRef {
+    /// The trade with this merchant order number.
+    pub fn by_out_trade_no(out_trade_no: &str) -> Self {
+        Self {
+            out_trade_no: Some(out_trade_no.to_owned()),
+            trade_no: None,
+        }
+    }
 }
 
 /// The node of `alipay.trade.query`'s answer.
@@ -141,17 +156,6 @@ pub struct QueryResponse {
     /// The buyer's Alipay user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buyer_user_id: Option<String>,
-}
-
-/// `biz_content` of `alipay.trade.close` (one of the two numbers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CloseBiz {
-    /// The merchant order number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub out_trade_no: Option<String>,
-    /// Alipay's trade number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trade_no: Option<String>,
 }
 
 /// The node of `alipay.trade.close`'s answer.
@@ -317,6 +321,7 @@ mod tests {
             total_amount: Yuan::from_fen(8888).expect("positive"),
             subject: "Iphone6 16G".into(),
             timeout_express: Some("90m".into()),
+            passback_params: None,
         };
         assert_eq!(
             serde_json::to_string(&biz).expect("serializes"),

@@ -55,9 +55,9 @@ pub mod response;
 pub mod sign;
 
 pub use api::{
-    CloseBiz, CloseResponse, CommonResponse, FundChange, PrecreateBiz, PrecreateResponse, QueryBiz,
-    QueryResponse, RefundBiz, RefundQueryBiz, RefundQueryResponse, RefundQueryStatus,
-    RefundResponse, TradeStatus,
+    CloseResponse, CommonResponse, FundChange, PrecreateBiz, PrecreateResponse, QueryResponse,
+    RefundBiz, RefundQueryBiz, RefundQueryResponse, RefundQueryStatus, RefundResponse, TradeRef,
+    TradeStatus,
 };
 pub use notification::{
     TradeNotification, sign_notification, sign_notification_params, verify_notification,

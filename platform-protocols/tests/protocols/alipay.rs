@@ -24,6 +24,7 @@ fn precreate_biz() -> PrecreateBiz {
         total_amount: "88.88".parse().expect("an amount"),
         subject: "Iphone6 16G".into(),
         timeout_express: None,
+        passback_params: None,
     }
 }
 

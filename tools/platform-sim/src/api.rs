@@ -33,8 +33,14 @@ pub(crate) fn router(simulator: Simulator) -> Router {
     } else {
         Router::new()
     };
+    let alipay = if simulator.config().alipay.is_some() {
+        crate::alipay::routes()
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(wechatpay)
+        .merge(alipay)
         .route("/healthz", get(healthz))
         .route("/v1/payments", post(create_payment))
         .route("/v1/payments/{payment_id}", get(get_payment))

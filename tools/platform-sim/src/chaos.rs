@@ -29,6 +29,14 @@
 //! payment, so [`Chaos::reorder`] leaves them alone. Copies and redeliveries keep
 //! the notification's `id`; a second success is a new notification with a new `id`;
 //! a lost creation answer is a 500 `SYSTEM_ERROR`.
+//!
+//! Alipay trades and refunds (`/gateway.do`, [`crate::alipay`]) take them too,
+//! with two exceptions: Alipay sends no notification of an unpaid trade, so
+//! [`Chaos::reorder`] leaves them alone, and a refund is decided on arrival, so
+//! [`Chaos::hold_processing`] does not hold it. Copies and redeliveries keep the
+//! `notify_id`; a second success is a new notification with a new `notify_id`
+//! (as is the later `TRADE_FINISHED`); a lost creation answer is a 20000
+//! `isp.unknow-error` (the trade or refund was stored all the same).
 
 use crate::schedule::{ScheduleError, format_duration, parse_duration, parse_repeat};
 use serde::{Deserialize, Serialize};

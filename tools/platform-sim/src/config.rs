@@ -6,7 +6,7 @@ use crate::outcome::OutcomeRule;
 use crate::schedule::{Schedule, parse_duration};
 use callback_signing::{CallbackSecret, SecretError};
 use clap::builder::BoolishValueParser;
-use platform_protocols::keys::{ApiV3Key, KeyError, LocalKeys};
+use platform_protocols::keys::{ApiV3Key, KeyError, LocalKeys, PrivateKey, PublicKey};
 use platform_protocols::wechatpay::{MerchantKey, PlatformSigner};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,66 @@ pub struct SimConfig {
     pub chaos: Chaos,
     /// When set, the simulator also speaks WeChat Pay API v3 (`/v3/...`) for this merchant.
     pub wechatpay: Option<WechatPayConfig>,
+    /// When set, the simulator also speaks the Alipay open platform gateway
+    /// (`POST /gateway.do`) for this application.
+    pub alipay: Option<AlipayConfig>,
+}
+
+/// The one application the simulator's Alipay side serves, and the platform's own
+/// key: requests are verified with the application's (merchant's) public key,
+/// answers and notifications signed with the platform's private key.
+#[derive(Clone)]
+pub struct AlipayConfig {
+    /// The `app_id` requests must carry.
+    pub app_id: String,
+    /// Verifies the application's RSA2 request signatures.
+    pub merchant_public: PublicKey,
+    /// Signs answers and notifications (the merchant verifies with the platform public key).
+    pub platform_private: PrivateKey,
+    /// How long after a trade's `TRADE_SUCCESS` it finishes (`TRADE_FINISHED`,
+    /// notified, no refunds any more), scaled by the time scale like every wait.
+    pub trade_finished_after: Duration,
+}
+
+/// The default of [`AlipayConfig::trade_finished_after`].
+pub const DEFAULT_TRADE_FINISHED_AFTER: Duration = Duration::from_secs(2);
+
+impl AlipayConfig {
+    /// The configuration for `app_id` from a key set written by `platform-sim keys DIR`.
+    pub fn from_keys(app_id: &str, keys: &LocalKeys) -> Self {
+        Self {
+            app_id: app_id.to_owned(),
+            merchant_public: keys.merchant_public.clone(),
+            platform_private: keys.platform_private.clone(),
+            trade_finished_after: DEFAULT_TRADE_FINISHED_AFTER,
+        }
+    }
+
+    /// Reads a key set from `dir` (see [`AlipayConfig::from_keys`]).
+    pub fn load(app_id: &str, dir: &Path) -> Result<Self, KeyError> {
+        Ok(Self::from_keys(app_id, &LocalKeys::load(dir)?))
+    }
+}
+
+impl PartialEq for AlipayConfig {
+    // Keys compare by their public halves.
+    fn eq(&self, other: &Self) -> bool {
+        self.app_id == other.app_id
+            && self.merchant_public == other.merchant_public
+            && self.platform_private.public_key() == other.platform_private.public_key()
+            && self.trade_finished_after == other.trade_finished_after
+    }
+}
+
+impl fmt::Debug for AlipayConfig {
+    // By hand so no key reaches a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlipayConfig")
+            .field("app_id", &self.app_id)
+            .field("merchant_public", &self.merchant_public.fingerprint())
+            .field("trade_finished_after", &self.trade_finished_after)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The one merchant the simulator's WeChat Pay side serves, and the platform's own
@@ -115,6 +175,7 @@ impl Default for SimConfig {
             outcome: OutcomeRule::default(),
             chaos: Chaos::default(),
             wechatpay: None,
+            alipay: None,
         }
     }
 }
@@ -131,6 +192,7 @@ impl fmt::Debug for SimConfig {
             .field("outcome", &self.outcome)
             .field("chaos", &self.chaos)
             .field("wechatpay", &self.wechatpay)
+            .field("alipay", &self.alipay)
             .finish()
     }
 }
@@ -150,6 +212,12 @@ pub enum ConfigError {
     /// WeChat Pay was asked for without a merchant id or app id.
     #[error("--wechatpay-keys needs --wechatpay-mchid and --wechatpay-appid")]
     WechatPayIds,
+    /// The Alipay keys could not be loaded.
+    #[error("Alipay keys: {0}")]
+    AlipayKeys(String),
+    /// Alipay was asked for without an app id.
+    #[error("--alipay-keys needs --alipay-app-id")]
+    AlipayAppId,
     /// The HTTP client for deliveries could not be built.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),
@@ -239,11 +307,24 @@ pub struct SimArgs {
     /// The WeChat Pay app id of the merchant (with --wechatpay-keys).
     #[arg(long, env = "SIM_WECHATPAY_APPID")]
     pub wechatpay_appid: Option<String>,
+
+    /// Also speak the Alipay open platform gateway (`POST /gateway.do`, RSA2), with the key set `platform-sim keys DIR` wrote into this directory.
+    #[arg(long, env = "SIM_ALIPAY_KEYS")]
+    pub alipay_keys: Option<PathBuf>,
+
+    /// The Alipay `app_id` requests must carry (with --alipay-keys).
+    #[arg(long, env = "SIM_ALIPAY_APP_ID")]
+    pub alipay_app_id: Option<String>,
+
+    /// How long after TRADE_SUCCESS an Alipay trade finishes: TRADE_FINISHED is notified and refunds are refused (scaled by the time scale; e.g. 2s, 1h).
+    #[arg(long, env = "SIM_ALIPAY_FINISHED_AFTER", default_value = "2s", value_parser = parse_duration)]
+    pub alipay_finished_after: Duration,
 }
 
 impl SimArgs {
     /// The configuration these arguments describe, signing with `secret`, with
-    /// the WeChat Pay side loaded from `--wechatpay-keys` when it is given.
+    /// the WeChat Pay side loaded from `--wechatpay-keys` and the Alipay side
+    /// from `--alipay-keys` when they are given.
     pub fn into_config_with_keys(self, secret: CallbackSecret) -> Result<SimConfig, ConfigError> {
         let wechatpay = match &self.wechatpay_keys {
             None => None,
@@ -258,14 +339,28 @@ impl SimArgs {
                 )
             }
         };
+        let alipay = match &self.alipay_keys {
+            None => None,
+            Some(dir) => {
+                let app_id = self
+                    .alipay_app_id
+                    .as_ref()
+                    .ok_or(ConfigError::AlipayAppId)?;
+                let mut config = AlipayConfig::load(app_id, dir)
+                    .map_err(|err| ConfigError::AlipayKeys(err.to_string()))?;
+                config.trade_finished_after = self.alipay_finished_after;
+                Some(config)
+            }
+        };
         Ok(SimConfig {
             wechatpay,
+            alipay,
             ..self.into_config(secret)
         })
     }
 
     /// The configuration these arguments describe, signing with `secret`
-    /// (without WeChat Pay: see [`SimArgs::into_config_with_keys`]).
+    /// (without WeChat Pay and Alipay: see [`SimArgs::into_config_with_keys`]).
     pub fn into_config(self, secret: CallbackSecret) -> SimConfig {
         let outcome = if self.always_fail {
             OutcomeRule::AlwaysFail
@@ -292,6 +387,7 @@ impl SimArgs {
                 query_latency: self.query_latency,
             },
             wechatpay: None,
+            alipay: None,
         }
     }
 }
@@ -371,19 +467,36 @@ mod tests {
         assert_eq!(plain, Chaos::default());
     }
 
-    #[test]
-    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let keys = crate::keys::write_local_keys(dir.path())
-            .expect("keys written")
-            .0;
-        let path = dir.path().to_str().expect("a UTF-8 path");
-        let args = |extra: &[&str]| {
-            let argv = ["platform-sim", "--wechatpay-keys", path]
+    /// A key set written into a temporary directory, for the `--*-keys` flags.
+    struct KeyDir {
+        dir: tempfile::TempDir,
+        keys: LocalKeys,
+    }
+
+    impl KeyDir {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let keys = crate::keys::write_local_keys(dir.path())
+                .expect("keys written")
+                .0;
+            Self { dir, keys }
+        }
+
+        /// `flag DIR` and `extra`, parsed.
+        fn args(&self, flag: &str, extra: &[&str]) -> SimArgs {
+            let path = self.dir.path().to_str().expect("a UTF-8 path");
+            let argv = ["platform-sim", flag, path]
                 .into_iter()
                 .chain(extra.iter().copied());
             Cli::try_parse_from(argv).expect("parses").sim
-        };
+        }
+    }
+
+    #[test]
+    fn wechatpay_flags_load_the_key_set_and_need_both_ids() {
+        let key_dir = KeyDir::new();
+        let keys = &key_dir.keys;
+        let args = |extra: &[&str]| key_dir.args("--wechatpay-keys", extra);
 
         let config = args(&[
             "--wechatpay-mchid",
@@ -404,6 +517,31 @@ mod tests {
         assert_eq!(wechatpay.platform_signer.serial, keys.platform_serial_no);
         assert!(matches!(missing, Err(ConfigError::WechatPayIds)));
         assert_eq!(parse(&[]).wechatpay, None);
+    }
+
+    #[test]
+    fn alipay_flags_load_the_key_set_and_need_the_app_id() {
+        let key_dir = KeyDir::new();
+        let keys = &key_dir.keys;
+        let args = |extra: &[&str]| key_dir.args("--alipay-keys", extra);
+
+        let config = args(&[
+            "--alipay-app-id",
+            "2014072300007148",
+            "--alipay-finished-after",
+            "1h",
+        ])
+        .into_config_with_keys(CallbackSecret::generate())
+        .expect("loads");
+        let missing = args(&[]).into_config_with_keys(CallbackSecret::generate());
+
+        let alipay = config.alipay.expect("Alipay is on");
+        assert_eq!(alipay.app_id, "2014072300007148");
+        assert_eq!(alipay.merchant_public, keys.merchant_public);
+        assert_eq!(alipay.platform_private.public_key(), keys.platform_public);
+        assert_eq!(alipay.trade_finished_after, Duration::from_secs(3600));
+        assert!(matches!(missing, Err(ConfigError::AlipayAppId)));
+        assert_eq!(parse(&[]).alipay, None);
     }
 
     #[test]

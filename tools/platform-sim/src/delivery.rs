@@ -8,21 +8,27 @@
 //! Payments and refunds go through the same sender: each is a `Subject`
 //! that gives its body, its `notify_url` and the knobs it copied.
 //!
-//! A callback speaks one of two protocols. Standard Webhooks (`/v1` payments
+//! A callback speaks one of three protocols. Standard Webhooks (`/v1` payments
 //! and refunds): `webhook-*` headers, any 2xx acknowledges. WeChat Pay (payments
 //! and refunds made through `/v3`): the body is a `Notification` whose resource
 //! is encrypted with the APIv3 key, the `Wechatpay-*` headers sign it with the
 //! platform key afresh at each attempt, only 200 and 204 acknowledge, and
 //! there is no notification of a failed payment (so chaos `reorder` does not
-//! apply to it).
+//! apply to it). Alipay (trades and refunds made through `/gateway.do`): the
+//! body is a form-encoded `TradeNotification` with `notify_time` renewed and
+//! `sign` made with the platform key afresh at each attempt (its `notify_id`,
+//! the callback id, stays), and only an HTTP 200 whose body is exactly the 7
+//! bytes `success` acknowledges; there is no notification of an unpaid trade,
+//! so `reorder` does not apply to it either.
 
 use crate::chaos::{Chaos, Redeliver};
-use crate::config::{ConfigError, SimConfig, WechatPayConfig};
+use crate::config::{AlipayConfig, ConfigError, SimConfig, WechatPayConfig};
 use crate::lock;
 use crate::payment::CallbackRecord;
 use crate::schedule::scale;
 use api_types::api::CallbackType;
 use callback_signing::CallbackSecret;
+use platform_protocols::alipay::{self, TradeNotification};
 use platform_protocols::wechatpay::resource::generate_resource_nonce;
 use platform_protocols::wechatpay::{EventType, Notification, NotificationPayload, generate_nonce};
 use std::collections::{HashMap, VecDeque};
@@ -35,6 +41,9 @@ use uuid::Uuid;
 /// How many attempts the log keeps; older ones are forgotten so a long storm cannot exhaust memory.
 const MAX_LOGGED_ATTEMPTS: usize = 100_000;
 
+/// How much of a refused Alipay reply is kept in the log.
+const MAX_REPLY_LOGGED: usize = 64;
+
 /// How one HTTP attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttemptOutcome {
@@ -42,6 +51,14 @@ pub enum AttemptOutcome {
     Answered(u16),
     /// No answer: timeout, connection refused, or the like.
     NoAnswer(String),
+    /// Answered with this status, but with a reply that is not the protocol's
+    /// acknowledgement (Alipay: a body other than exactly `success`); retried.
+    Unacknowledged {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the reply, lossily decoded.
+        reply: String,
+    },
 }
 
 impl AttemptOutcome {
@@ -53,7 +70,7 @@ impl AttemptOutcome {
     /// The answered status, if there was an answer.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Self::Answered(status) => Some(*status),
+            Self::Answered(status) | Self::Unacknowledged { status, .. } => Some(*status),
             Self::NoAnswer(_) => None,
         }
     }
@@ -71,15 +88,70 @@ pub(crate) trait Subject {
     fn chaos(&self) -> &Chaos;
     /// The JSON body of a `kind` callback about it, stamped `at`.
     fn body(&self, kind: CallbackType, at: OffsetDateTime) -> Vec<u8>;
-    /// True when it was made through WeChat Pay's API, so its callbacks are
-    /// WeChat Pay notifications.
-    fn is_wechat(&self) -> bool {
-        false
+    /// Which API it was made through, so which protocol its callbacks speak.
+    fn platform(&self) -> Platform {
+        Platform::Standard
     }
     /// The WeChat Pay notification reporting `kind`: its event type and its
     /// resource before encryption; None when WeChat Pay sends none for it.
     fn wechat_notification(&self, _kind: CallbackType) -> Option<(EventType, NotificationPayload)> {
         None
+    }
+    /// The Alipay notification reporting `kind`, without `notify_id` and
+    /// `notify_time` (the sender fills them in); None when Alipay sends none
+    /// for it. Only [`AlipayNotice`] has one: a notification tells the trade's
+    /// state, which a refund alone does not hold.
+    fn alipay_notification(&self, _kind: CallbackType) -> Option<TradeNotification> {
+        None
+    }
+}
+
+/// The API a payment or refund was made through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Platform {
+    /// `/v1`: Standard Webhooks callbacks.
+    Standard,
+    /// WeChat Pay API v3.
+    Wechat,
+    /// The Alipay gateway.
+    Alipay,
+}
+
+/// A subject with the Alipay notification written for it when it was decided
+/// (by [`crate::alipay`], from the trade as it stood then); None when Alipay
+/// notifies nothing of this outcome.
+pub(crate) struct AlipayNotice<S> {
+    pub subject: S,
+    pub notification: Option<TradeNotification>,
+}
+
+impl<S: Subject> Subject for AlipayNotice<S> {
+    fn payment_id(&self) -> &str {
+        self.subject.payment_id()
+    }
+
+    fn refund_id(&self) -> Option<&str> {
+        self.subject.refund_id()
+    }
+
+    fn notify_url(&self) -> &str {
+        self.subject.notify_url()
+    }
+
+    fn chaos(&self) -> &Chaos {
+        self.subject.chaos()
+    }
+
+    fn body(&self, kind: CallbackType, at: OffsetDateTime) -> Vec<u8> {
+        self.subject.body(kind, at)
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Alipay
+    }
+
+    fn alipay_notification(&self, _kind: CallbackType) -> Option<TradeNotification> {
+        self.notification.clone()
     }
 }
 
@@ -90,6 +162,8 @@ enum Protocol {
     StandardWebhooks,
     /// `Wechatpay-*` headers over an encrypted notification; 200 or 204 acknowledges.
     WechatPay,
+    /// A signed form; only 200 with the body `success` acknowledges.
+    Alipay,
 }
 
 impl Protocol {
@@ -98,6 +172,8 @@ impl Protocol {
         match self {
             Self::StandardWebhooks => outcome.is_success(),
             Self::WechatPay => matches!(outcome, AttemptOutcome::Answered(200 | 204)),
+            // `attempt` turns a 200 whose body is not `success` into `Unacknowledged`.
+            Self::Alipay => matches!(outcome, AttemptOutcome::Answered(200)),
         }
     }
 }
@@ -211,6 +287,8 @@ struct Callback {
     notify_url: String,
     body: Vec<u8>,
     protocol: Protocol,
+    /// An Alipay notification, signed anew (with a fresh `notify_time`) at each attempt.
+    alipay: Option<TradeNotification>,
 }
 
 impl Callback {
@@ -225,6 +303,7 @@ pub(crate) struct Deliverer {
     http: reqwest::Client,
     signer: CallbackSecret,
     wechat: Option<WechatPayConfig>,
+    alipay: Option<AlipayConfig>,
     retry_delays: Vec<Duration>,
     time_scale: f64,
     log: DeliveryLog,
@@ -242,6 +321,7 @@ impl Deliverer {
             http,
             signer,
             wechat: config.wechatpay.clone(),
+            alipay: config.alipay.clone(),
             retry_delays: config.schedule.retry_delays(),
             time_scale: config.time_scale,
             log,
@@ -253,22 +333,28 @@ impl Deliverer {
     /// result, then a second success.
     pub async fn deliver_result(&self, subject: &impl Subject, kind: CallbackType) {
         let chaos = subject.chaos();
-        let wechat = subject.is_wechat();
-        if wechat && subject.wechat_notification(kind).is_none() {
+        let platform = subject.platform();
+        let silent = match platform {
+            Platform::Standard => false,
+            Platform::Wechat => subject.wechat_notification(kind).is_none(),
+            Platform::Alipay => subject.alipay_notification(kind).is_none(),
+        };
+        if silent {
             tracing::info!(
                 payment_id = subject.payment_id(),
                 refund_id = subject.refund_id(),
                 outcome = kind.as_str(),
-                "WeChat Pay sends no notification for this outcome"
+                ?platform,
+                "the platform sends no notification for this outcome"
             );
             return;
         }
-        // Only a success has a false failure that can precede it; WeChat Pay has
-        // no failure notification of a payment, so reorder leaves it alone.
+        // Only a success has a false failure that can precede it; WeChat Pay and
+        // Alipay have no failure notification of a payment, so reorder leaves them alone.
         let failure_kind = false_failure_before(kind);
         let succeeded = failure_kind.is_some();
         let false_failure = failure_kind
-            .filter(|_| chaos.reorder && !wechat)
+            .filter(|_| chaos.reorder && platform == Platform::Standard)
             .map(|failure| self.new_callback(failure, subject));
         let (answered, failure_answered) = oneshot::channel();
 
@@ -323,12 +409,25 @@ impl Deliverer {
                     }
                 }
             });
-        let (id, body, protocol) = match wechat {
-            Some((id, body)) => (id, body, Protocol::WechatPay),
-            None => (
+        let alipay = subject
+            .alipay_notification(kind)
+            .filter(|_| self.alipay.is_some())
+            .map(|mut notification| {
+                let id = Uuid::new_v4().simple().to_string();
+                notification.notify_id.clone_from(&id);
+                notification.notify_time = alipay::format_timestamp(now);
+                (id, notification)
+            });
+        let (id, body, protocol, alipay) = match (wechat, alipay) {
+            (Some((id, body)), _) => (id, body, Protocol::WechatPay, None),
+            (None, Some((id, notification))) => {
+                (id, Vec::new(), Protocol::Alipay, Some(notification))
+            }
+            (None, None) => (
                 format!("evt_{}", Uuid::new_v4().simple()),
                 subject.body(kind, now),
                 Protocol::StandardWebhooks,
+                None,
             ),
         };
         let callback = Callback {
@@ -339,6 +438,7 @@ impl Deliverer {
             notify_url: subject.notify_url().to_owned(),
             body,
             protocol,
+            alipay,
         };
         self.log.register(&callback);
         callback
@@ -428,8 +528,10 @@ impl Deliverer {
     /// One signed POST. Signed now, so the timestamp is fresh even on the tenth retry.
     async fn attempt(&self, callback: &Callback) -> AttemptOutcome {
         let mut request = self.http.post(&callback.notify_url);
-        match (callback.protocol, &self.wechat) {
-            (Protocol::WechatPay, Some(config)) => {
+        let mut body = callback.body.clone();
+        let mut content_type = "application/json";
+        match (callback.protocol, &self.wechat, &self.alipay) {
+            (Protocol::WechatPay, Some(config), _) => {
                 let signature = config.platform_signer.sign(
                     &callback.body,
                     OffsetDateTime::now_utc().unix_timestamp(),
@@ -439,12 +541,24 @@ impl Deliverer {
                     request = request.header(name, value);
                 }
             }
-            (Protocol::WechatPay, None) => {
+            (Protocol::Alipay, _, Some(config)) => {
+                let Some(notification) = &callback.alipay else {
+                    return AttemptOutcome::NoAnswer("no Alipay notification to send".into());
+                };
+                let mut notification = notification.clone();
+                notification.notify_time = alipay::format_timestamp(OffsetDateTime::now_utc());
+                match alipay::sign_notification(&notification, &config.platform_private) {
+                    Ok(form) => body = form.into_bytes(),
+                    Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
+                }
+                content_type = "application/x-www-form-urlencoded; charset=utf-8";
+            }
+            (Protocol::WechatPay | Protocol::Alipay, _, _) => {
                 return AttemptOutcome::NoAnswer(
-                    "cannot sign: WeChat Pay is not configured".into(),
+                    "cannot sign: the platform is not configured".into(),
                 );
             }
-            (Protocol::StandardWebhooks, _) => {
+            (Protocol::StandardWebhooks, _, _) => {
                 let signed = match self.signer.sign_now(&callback.id, &callback.body) {
                     Ok(signed) => signed,
                     Err(err) => return AttemptOutcome::NoAnswer(format!("cannot sign: {err}")),
@@ -455,11 +569,12 @@ impl Deliverer {
             }
         }
         let sent = request
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(callback.body.clone())
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
             .send()
             .await;
         match sent {
+            Ok(response) if callback.protocol == Protocol::Alipay => alipay_reply(response).await,
             Ok(response) => AttemptOutcome::Answered(response.status().as_u16()),
             Err(err) => AttemptOutcome::NoAnswer(describe(&err)),
         }
@@ -511,7 +626,39 @@ fn log_attempt(
 fn outcome_error(outcome: &AttemptOutcome) -> Option<&str> {
     match outcome {
         AttemptOutcome::NoAnswer(error) => Some(error),
+        AttemptOutcome::Unacknowledged { reply, .. } => Some(reply),
         AttemptOutcome::Answered(_) => None,
+    }
+}
+
+/// Reads an Alipay merchant's reply: a 200 acknowledges only when its body is
+/// exactly `success` (nothing trimmed, no other case); any other 200 is
+/// [`AttemptOutcome::Unacknowledged`]. Reads at most a few bytes past that.
+async fn alipay_reply(mut response: reqwest::Response) -> AttemptOutcome {
+    let status = response.status().as_u16();
+    if status != 200 {
+        return AttemptOutcome::Answered(status);
+    }
+    let mut reply = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                reply.extend_from_slice(&chunk);
+                if reply.len() > MAX_REPLY_LOGGED {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(err) => return AttemptOutcome::NoAnswer(describe(&err)),
+        }
+    }
+    if reply == alipay::NOTIFY_SUCCESS.as_bytes() {
+        return AttemptOutcome::Answered(status);
+    }
+    reply.truncate(MAX_REPLY_LOGGED);
+    AttemptOutcome::Unacknowledged {
+        status,
+        reply: String::from_utf8_lossy(&reply).into_owned(),
     }
 }
 
@@ -545,5 +692,24 @@ mod tests {
         }
         assert!(Protocol::StandardWebhooks.accepts(&answered(202)));
         assert!(!Protocol::WechatPay.accepts(&AttemptOutcome::NoAnswer("timed out".into())));
+    }
+
+    #[test]
+    fn alipay_is_acknowledged_only_by_a_200_read_as_success() {
+        assert!(Protocol::Alipay.accepts(&AttemptOutcome::Answered(200)));
+        for status in [204, 201, 500] {
+            assert!(
+                !Protocol::Alipay.accepts(&AttemptOutcome::Answered(status)),
+                "{status}"
+            );
+        }
+        let refused = AttemptOutcome::Unacknowledged {
+            status: 200,
+            reply: "fail".into(),
+        };
+        assert!(!Protocol::Alipay.accepts(&refused));
+        assert!(!Protocol::StandardWebhooks.accepts(&refused));
+        assert_eq!(refused.status(), Some(200));
+        assert!(!refused.is_success());
     }
 }

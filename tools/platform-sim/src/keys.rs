@@ -3,7 +3,9 @@
 //!
 //! The files and their names are `platform_protocols::keys::LocalKeys`'s; this
 //! module only writes them and describes them. The simulator reads the same
-//! directory back with `--wechatpay-keys DIR`.
+//! directory back with `--wechatpay-keys DIR` and `--alipay-keys DIR` (Alipay
+//! uses the two RSA key pairs: the merchant's is the application's key, the
+//! platform's is Alipay's).
 
 use platform_protocols::keys::{
     self, KeyError, LocalKeys, MERCHANT_PRIVATE_KEY_FILE, MERCHANT_PUBLIC_KEY_FILE,
@@ -77,6 +79,11 @@ pub fn describe(dir: &Path, keys: &LocalKeys) -> String {
     let _ = writeln!(
         text,
         "Serve WeChat Pay with: platform-sim --wechatpay-keys {} --wechatpay-mchid <MCHID> --wechatpay-appid <APPID>",
+        dir.display()
+    );
+    let _ = writeln!(
+        text,
+        "Serve Alipay with:     platform-sim --alipay-keys {} --alipay-app-id <APP_ID>",
         dir.display()
     );
     text

@@ -22,6 +22,11 @@
 //! `/v3/...` ([`wechatpay`]): merchant-signed requests, platform-signed
 //! answers, and encrypted `TRANSACTION.SUCCESS` / `REFUND.*` notifications,
 //! from the same book and through the same retrying sender and chaos knobs.
+//! With [`SimConfig::alipay`] set it speaks the Alipay open platform gateway
+//! at `POST /gateway.do` ([`alipay`]): RSA2-signed requests, answers signed
+//! over the response node's exact bytes, and signed form notifications
+//! (`TRADE_SUCCESS`, later `TRADE_FINISHED`, refunds) that only a reply of
+//! exactly `success` acknowledges, likewise from the same book.
 //! `platform-sim keys DIR` ([`keys`]) writes the key set both sides load.
 //!
 //! Routes ([`Simulator::router`]); every `/v1` error is `{"error":{"code","message"}}`:
@@ -53,6 +58,8 @@
 //!   200 [`Refund`] (which reads as [`RefundState`]), or 404 `REFUND_NOT_FOUND`.
 //! - `GET /v1/chaos`, `POST /v1/chaos`: read or replace the [`Chaos`] knobs.
 //! - `GET /healthz`: `ok`.
+//! - With WeChat Pay or Alipay configured, `/v3/...` ([`wechatpay`]) and
+//!   `POST /gateway.do` ([`alipay`]) in those platforms' own words.
 //!
 //! Run it as its own process (the `platform-sim` binary) or in-process: build
 //! a [`Simulator`], serve its [`Simulator::router`], or call its methods
@@ -66,10 +73,12 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set).
+//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set),
+//! [`wechatpay`] and [`alipay`] (the real platforms' protocols).
 
 #![warn(missing_docs)]
 
+pub mod alipay;
 pub mod api;
 pub mod chaos;
 pub mod config;
@@ -84,7 +93,7 @@ pub mod wechatpay;
 
 pub use callback_signing::CallbackSecret;
 pub use chaos::{Chaos, Redeliver};
-pub use config::{ConfigError, SimArgs, SimConfig, WechatPayConfig};
+pub use config::{AlipayConfig, ConfigError, SimArgs, SimConfig, WechatPayConfig};
 pub use delivery::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use error::SimError;
 pub use outcome::{Outcome, OutcomeRule};
@@ -233,18 +242,18 @@ impl Simulator {
             .await
     }
 
-    /// Takes a payment with WeChat Pay's extra fields (see [`wechatpay`]):
-    /// like [`Simulator::create_payment`], but a replay must bring the same extras.
+    /// Takes a payment with a platform's extra fields (see [`wechatpay`],
+    /// [`alipay`]): like [`Simulator::create_payment`], but a replay must bring
+    /// the same extras.
     pub(crate) fn create_payment_with(
         &self,
         idempotency_key: &str,
         request: CreatePayment,
-        wechat: payment::WechatOrder,
+        order: payment::PlatformOrder,
     ) -> Result<(StoredPayment, bool), SimError> {
         let chaos = self.chaos();
-        let description = wechat.description.clone();
         let created =
-            lock(&self.inner.book).create_with(idempotency_key, request, chaos, Some(wechat))?;
+            lock(&self.inner.book).create_with(idempotency_key, request, chaos, Some(order))?;
         match created {
             Created::Replayed(stored) => Ok((stored, true)),
             Created::New(stored) => {
@@ -252,8 +261,8 @@ impl Simulator {
                     payment_id = %stored.payment_id,
                     order_no = %stored.request.order_no,
                     amount_cents = stored.request.amount_cents,
-                    %description,
-                    "WeChat Pay payment accepted"
+                    platform = ?delivery::Subject::platform(&stored),
+                    "platform payment accepted"
                 );
                 tokio::spawn(self.clone().process(stored.clone()));
                 Ok((stored, false))
@@ -274,7 +283,7 @@ impl Simulator {
             idempotency_key,
             request,
             chaos,
-            Some(wechat),
+            Some(refund::PlatformRefund::Wechat(wechat)),
         )?;
         match created {
             Created::Replayed(stored) => Ok((stored, true)),
@@ -289,6 +298,62 @@ impl Simulator {
                 Ok((stored, false))
             }
         }
+    }
+
+    /// Takes an Alipay refund (see [`alipay`]) and decides it at once by the
+    /// outcome rule, as Alipay answers a refund synchronously: one call under
+    /// the book's lock, so no one sees it PROCESSING. Returns the refund as
+    /// decided (a replay: as it was decided then), its payment as it is now,
+    /// and whether it was replayed. A new SUCCEEDED refund's notification is
+    /// written from the payment after it and sent on a spawned task; a failed
+    /// one sends nothing (Alipay notifies only refunds that moved money).
+    pub(crate) fn create_refund_now(
+        &self,
+        idempotency_key: &str,
+        request: CreateRefund,
+        extra: refund::AlipayRefund,
+    ) -> Result<(StoredRefund, StoredPayment, bool), SimError> {
+        let chaos = self.chaos();
+        let payment_id = request.payment_id.clone();
+        let mut book = lock(&self.inner.book);
+        let created = book.create_refund_with(
+            idempotency_key,
+            request,
+            chaos,
+            Some(refund::PlatformRefund::Alipay(extra)),
+        )?;
+        let (stored, replayed) = match created {
+            Created::Replayed(stored) => (stored, true),
+            Created::New(stored) => {
+                let outcome = self.outcome(stored.request.amount_cents);
+                let (status, _) = refund::decided(outcome);
+                let decided = book
+                    .decide_refund(&stored.refund_id, status)
+                    .unwrap_or(stored);
+                (decided, false)
+            }
+        };
+        let payment = book
+            .get(&payment_id)
+            .cloned()
+            .ok_or_else(|| SimError::PaymentNotFound(payment_id.clone()))?;
+        drop(book);
+        if !replayed {
+            tracing::info!(refund_id = %stored.refund_id, %payment_id,
+                amount_cents = stored.request.amount_cents, status = ?stored.status,
+                "Alipay refund decided on arrival");
+            if stored.status == RefundStatus::Succeeded {
+                let notice = delivery::AlipayNotice {
+                    notification: alipay::refund_notification(&stored, &payment),
+                    subject: stored.clone(),
+                };
+                tokio::spawn(
+                    self.clone()
+                        .send_result(notice, CallbackType::RefundSucceeded),
+                );
+            }
+        }
+        Ok((stored, payment, replayed))
     }
 
     /// The stored payment with this id or merchant reference, as it is now.
@@ -425,7 +490,7 @@ impl Simulator {
                 );
                 tokio::spawn(
                     self.clone()
-                        .send_result(stored, CallbackType::PaymentSucceeded),
+                        .send_payment_result(stored, CallbackType::PaymentSucceeded),
                 );
                 Err(SimError::AlreadySucceeded(payment_id.to_owned()))
             }
@@ -443,6 +508,11 @@ impl Simulator {
             .ok_or(SimError::RefundNotFound(stored.refund_id))
     }
 
+    /// How a payment or refund of `amount_cents` ends, by the configured rule.
+    fn outcome(&self, amount_cents: i64) -> outcome::Outcome {
+        self.inner.config.outcome.decide(amount_cents)
+    }
+
     /// Waits out the processing delay, or the `hold_processing` the payment or refund copied.
     async fn wait_processing(&self, chaos: &Chaos) {
         let config = &self.inner.config;
@@ -455,11 +525,7 @@ impl Simulator {
     /// the callbacks.
     async fn process(self, payment: StoredPayment) {
         self.wait_processing(&payment.chaos).await;
-        let outcome = self
-            .inner
-            .config
-            .outcome
-            .decide(payment.request.amount_cents);
+        let outcome = self.outcome(payment.request.amount_cents);
         let (status, kind) = payment::decided(outcome);
         // Decided under the book's lock only if still PROCESSING: a close that got
         // there first wins, and then no callback may ever go out.
@@ -474,7 +540,53 @@ impl Simulator {
             .get(&payment.payment_id)
             .cloned()
             .unwrap_or(payment);
-        self.send_result(decided, kind).await;
+        self.send_payment_result(decided, kind).await;
+    }
+
+    /// Delivers a decided payment's callbacks. An Alipay trade's are written
+    /// from it as it stands (`TRADE_SUCCESS`; nothing for a failure); a
+    /// successful one also finishes later ([`Simulator::finish_later`]).
+    async fn send_payment_result(self, payment: StoredPayment, kind: CallbackType) {
+        if payment.alipay().is_none() {
+            self.send_result(payment, kind).await;
+            return;
+        }
+        let succeeded = kind == CallbackType::PaymentSucceeded;
+        let finishing = self.clone().finish_later(payment.payment_id.clone());
+        let notice = delivery::AlipayNotice {
+            notification: succeeded
+                .then(|| alipay::trade_notification(&payment))
+                .flatten(),
+            subject: payment,
+        };
+        let sending = self.send_result(notice, kind);
+        if succeeded {
+            tokio::join!(sending, finishing);
+        } else {
+            sending.await;
+        }
+    }
+
+    /// Waits [`AlipayConfig::trade_finished_after`] (scaled), then finishes the
+    /// Alipay trade unless it was fully refunded, and notifies `TRADE_FINISHED`
+    /// with a notification (and `notify_id`) of its own.
+    async fn finish_later(self, payment_id: String) {
+        let Some(config) = &self.inner.config.alipay else {
+            return;
+        };
+        let wait = schedule::scale(config.trade_finished_after, self.inner.config.time_scale);
+        tokio::time::sleep(wait).await;
+        let Some(finished) = lock(&self.inner.book).finish(&payment_id) else {
+            tracing::info!(%payment_id, "Alipay trade not finished: fully refunded");
+            return;
+        };
+        tracing::info!(%payment_id, "Alipay trade finished");
+        let notice = delivery::AlipayNotice {
+            notification: alipay::trade_notification(&finished),
+            subject: finished,
+        };
+        self.send_result(notice, CallbackType::PaymentSucceeded)
+            .await;
     }
 
     /// Waits out the processing delay (or the refund's `hold_processing`),
@@ -482,11 +594,7 @@ impl Simulator {
     /// of the payment, and delivers the callbacks.
     async fn process_refund(self, refund: StoredRefund) {
         self.wait_processing(&refund.chaos).await;
-        let outcome = self
-            .inner
-            .config
-            .outcome
-            .decide(refund.request.amount_cents);
+        let outcome = self.outcome(refund.request.amount_cents);
         let (status, kind) = refund::decided(outcome);
         let Some(refund) = lock(&self.inner.book).decide_refund(&refund.refund_id, status) else {
             return;

@@ -3,7 +3,7 @@
 //! per-payment request counters, and the payments' refunds.
 
 use crate::chaos::Chaos;
-use crate::delivery::Subject;
+use crate::delivery::{Platform, Subject};
 use crate::error::SimError;
 use crate::outcome::Outcome;
 use crate::refund::{CreateRefund, RefundBook, RefundStatus, RefundTotals, StoredRefund};
@@ -162,10 +162,37 @@ pub(crate) struct StoredPayment {
     pub status: PaymentStatus,
     pub counters: Counters,
     pub refunds: RefundTotals,
-    /// What a WeChat Pay prepay added (None for a payment made through `/v1`).
-    pub wechat: Option<WechatOrder>,
+    /// What a platform's own API added: a WeChat Pay prepay or an Alipay
+    /// precreate (None for a payment made through `/v1`).
+    pub order: Option<PlatformOrder>,
+    /// When it was accepted.
+    pub created_at: OffsetDateTime,
     /// When its outcome was decided (None while PROCESSING, and when closed).
     pub decided_at: Option<OffsetDateTime>,
+    /// When a SUCCEEDED Alipay trade finished (`TRADE_FINISHED`): no refunds after it.
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+/// What a platform's own API added to a payment; compared when the same
+/// merchant order number comes again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PlatformOrder {
+    /// A WeChat Pay Native prepay.
+    Wechat(WechatOrder),
+    /// An Alipay `alipay.trade.precreate`.
+    Alipay(AlipayTrade),
+}
+
+/// What an Alipay precreate carries beyond a payment: echoed in its answers and
+/// notifications, and compared when the same `out_trade_no` comes again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AlipayTrade {
+    pub app_id: String,
+    pub out_trade_no: String,
+    pub subject: String,
+    pub timeout_express: Option<String>,
+    /// Merchant data passed back unchanged in notifications.
+    pub passback_params: Option<String>,
 }
 
 /// What a WeChat Pay Native prepay carries beyond a payment: echoed in its
@@ -266,14 +293,14 @@ impl PaymentBook {
         self.create_with(key, request, chaos, None)
     }
 
-    /// [`PaymentBook::create`] for a payment that carries WeChat Pay's extra
+    /// [`PaymentBook::create`] for a payment that carries a platform's extra
     /// fields: a replay must bring the same ones.
     pub fn create_with(
         &mut self,
         key: &str,
         request: CreatePayment,
         chaos: Chaos,
-        wechat: Option<WechatOrder>,
+        order: Option<PlatformOrder>,
     ) -> Result<Created<StoredPayment>, SimError> {
         check_idempotency_key(key)?;
         validate(&request)?;
@@ -283,7 +310,7 @@ impl PaymentBook {
                     .payments
                     .get(entry.get())
                     .ok_or_else(|| SimError::PaymentNotFound(entry.get().clone()))?;
-                if existing.request != request || existing.wechat != wechat {
+                if existing.request != request || existing.order != order {
                     return Err(SimError::IdempotencyKeyReused);
                 }
                 Ok(Created::Replayed(existing.clone()))
@@ -303,8 +330,10 @@ impl PaymentBook {
                     status: PaymentStatus::Processing,
                     counters: Counters::default(),
                     refunds: RefundTotals::default(),
-                    wechat,
+                    order,
+                    created_at: OffsetDateTime::now_utc(),
                     decided_at: None,
+                    finished_at: None,
                 };
                 entry.insert(payment.payment_id.clone());
                 if let Some(reference) = &payment.request.merchant_reference {
@@ -333,16 +362,30 @@ impl PaymentBook {
         self.refunds.create(key, request, payment, chaos, None)
     }
 
-    /// [`PaymentBook::create_refund`] for a refund that carries WeChat Pay's extra fields.
+    /// [`PaymentBook::create_refund`] for a refund that carries a platform's extra fields.
     pub fn create_refund_with(
         &mut self,
         key: &str,
         request: CreateRefund,
         chaos: Chaos,
-        wechat: Option<crate::refund::WechatRefund>,
+        extra: Option<crate::refund::PlatformRefund>,
     ) -> Result<Created<StoredRefund>, SimError> {
         let payment = self.payments.get_mut(&request.payment_id);
-        self.refunds.create(key, request, payment, chaos, wechat)
+        self.refunds.create(key, request, payment, chaos, extra)
+    }
+
+    /// Finishes a SUCCEEDED payment that is not finished nor fully refunded
+    /// (Alipay's `TRADE_FINISHED`); returns it, or None when there is nothing to finish.
+    pub fn finish(&mut self, payment_id: &str) -> Option<StoredPayment> {
+        let payment = self.payments.get_mut(payment_id)?;
+        let open = payment.status == PaymentStatus::Succeeded
+            && payment.finished_at.is_none()
+            && payment.refunds.refunded_cents() < payment.request.amount_cents;
+        if !open {
+            return None;
+        }
+        payment.finished_at = Some(OffsetDateTime::now_utc());
+        Some(payment.clone())
     }
 
     /// Records a refund's decided status, and what it did to its payment's
@@ -446,6 +489,29 @@ impl PaymentBook {
 }
 
 impl StoredPayment {
+    /// The payment id without its `pay_` prefix: the token of a payment link.
+    pub fn token(&self) -> &str {
+        self.payment_id
+            .strip_prefix("pay_")
+            .unwrap_or(&self.payment_id)
+    }
+
+    /// What a WeChat Pay prepay added, if it was made through `/v3`.
+    pub fn wechat(&self) -> Option<&WechatOrder> {
+        match &self.order {
+            Some(PlatformOrder::Wechat(order)) => Some(order),
+            _ => None,
+        }
+    }
+
+    /// What an Alipay precreate added, if it was made through the gateway.
+    pub fn alipay(&self) -> Option<&AlipayTrade> {
+        match &self.order {
+            Some(PlatformOrder::Alipay(trade)) => Some(trade),
+            _ => None,
+        }
+    }
+
     /// The API view, with the callbacks the delivery log knows about.
     pub fn view(&self, callbacks: Vec<CallbackRecord>) -> Payment {
         Payment {
@@ -469,8 +535,13 @@ impl Subject for StoredPayment {
         &self.payment_id
     }
 
-    fn is_wechat(&self) -> bool {
-        self.wechat.is_some()
+    fn platform(&self) -> Platform {
+        self.order
+            .as_ref()
+            .map_or(Platform::Standard, |order| match order {
+                PlatformOrder::Wechat(_) => Platform::Wechat,
+                PlatformOrder::Alipay(_) => Platform::Alipay,
+            })
     }
 
     fn wechat_notification(
@@ -481,7 +552,7 @@ impl Subject for StoredPayment {
         platform_protocols::wechatpay::NotificationPayload,
     )> {
         // WeChat Pay notifies only successful payments.
-        let order = self.wechat.as_ref()?;
+        let order = self.wechat()?;
         (kind == CallbackType::PaymentSucceeded).then(|| {
             (
                 platform_protocols::wechatpay::EventType::TransactionSuccess,

@@ -9,7 +9,7 @@
 //! (`PaymentBook::create_refund`).
 
 use crate::chaos::Chaos;
-use crate::delivery::Subject;
+use crate::delivery::{Platform, Subject};
 use crate::error::SimError;
 use crate::outcome::Outcome;
 use crate::payment::{
@@ -101,12 +101,32 @@ pub(crate) struct StoredRefund {
     pub chaos: Chaos,
     pub status: RefundStatus,
     pub queries: u32,
-    /// What a WeChat Pay refund request added (None for a refund made through `/v1`).
-    pub wechat: Option<WechatRefund>,
+    /// What a platform's refund request added (None for a refund made through `/v1`).
+    pub extra: Option<PlatformRefund>,
     /// When it was accepted.
     pub created_at: OffsetDateTime,
     /// When its outcome was decided.
     pub decided_at: Option<OffsetDateTime>,
+}
+
+/// What a platform's own API added to a refund; compared when the same refund
+/// number comes again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PlatformRefund {
+    /// A WeChat Pay `/v3/refund/domestic/refunds` request.
+    Wechat(WechatRefund),
+    /// An Alipay `alipay.trade.refund` request.
+    Alipay(AlipayRefund),
+}
+
+/// What an Alipay refund carries beyond a refund: the merchant's own numbers
+/// (without the simulator's namespace prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AlipayRefund {
+    pub out_trade_no: String,
+    /// The refund request number (`out_biz_no` in notifications).
+    pub out_request_no: String,
+    pub refund_reason: Option<String>,
 }
 
 /// What a WeChat Pay refund carries beyond a refund: the merchant's own numbers
@@ -121,6 +141,22 @@ pub(crate) struct WechatRefund {
 }
 
 impl StoredRefund {
+    /// What a WeChat Pay refund request added, if it was made through `/v3`.
+    pub fn wechat(&self) -> Option<&WechatRefund> {
+        match &self.extra {
+            Some(PlatformRefund::Wechat(refund)) => Some(refund),
+            _ => None,
+        }
+    }
+
+    /// What an Alipay refund request added, if it was made through the gateway.
+    pub fn alipay(&self) -> Option<&AlipayRefund> {
+        match &self.extra {
+            Some(PlatformRefund::Alipay(refund)) => Some(refund),
+            _ => None,
+        }
+    }
+
     /// The API view, with the callbacks the delivery log knows about.
     pub fn view(&self, callbacks: Vec<CallbackRecord>) -> Refund {
         Refund {
@@ -143,8 +179,13 @@ impl Subject for StoredRefund {
         &self.request.payment_id
     }
 
-    fn is_wechat(&self) -> bool {
-        self.wechat.is_some()
+    fn platform(&self) -> Platform {
+        self.extra
+            .as_ref()
+            .map_or(Platform::Standard, |extra| match extra {
+                PlatformRefund::Wechat(_) => Platform::Wechat,
+                PlatformRefund::Alipay(_) => Platform::Alipay,
+            })
     }
 
     fn wechat_notification(
@@ -155,7 +196,7 @@ impl Subject for StoredRefund {
         platform_protocols::wechatpay::NotificationPayload,
     )> {
         use platform_protocols::wechatpay::{EventType, NotificationPayload};
-        let refund = self.wechat.as_ref()?;
+        let refund = self.wechat()?;
         let event = match kind {
             CallbackType::RefundSucceeded => EventType::RefundSuccess,
             CallbackType::RefundFailed => EventType::RefundAbnormal,
@@ -225,20 +266,21 @@ impl RefundBook {
     /// id) that copies `chaos`, or returns the one this key already created.
     ///
     /// A new refund is refused, and nothing stored, when the payment is
-    /// missing, not SUCCEEDED, in another currency, or would give back more
-    /// than it took counting its PROCESSING and SUCCEEDED refunds.
+    /// missing, not SUCCEEDED or finished (an Alipay `TRADE_FINISHED` trade),
+    /// in another currency, or would give back more than it took counting its
+    /// PROCESSING and SUCCEEDED refunds.
     pub fn create(
         &mut self,
         key: &str,
         request: CreateRefund,
         payment: Option<&mut StoredPayment>,
         chaos: Chaos,
-        wechat: Option<WechatRefund>,
+        extra: Option<PlatformRefund>,
     ) -> Result<Created<StoredRefund>, SimError> {
         crate::payment::check_idempotency_key(key)?;
         validate(&request)?;
         if let Some(existing) = self.by_key.get(key).and_then(|id| self.refunds.get(id)) {
-            if existing.request != request || existing.wechat != wechat {
+            if existing.request != request || existing.extra != extra {
                 return Err(SimError::IdempotencyKeyReused);
             }
             return Ok(Created::Replayed(existing.clone()));
@@ -249,7 +291,7 @@ impl RefundBook {
         }
         let payment =
             payment.ok_or_else(|| SimError::PaymentNotFound(request.payment_id.clone()))?;
-        if payment.status != PaymentStatus::Succeeded {
+        if payment.status != PaymentStatus::Succeeded || payment.finished_at.is_some() {
             return Err(SimError::PaymentNotRefundable {
                 payment_id: payment.payment_id.clone(),
                 status: payment.status,
@@ -277,7 +319,7 @@ impl RefundBook {
             chaos,
             status: RefundStatus::Processing,
             queries: 0,
-            wechat,
+            extra,
             created_at: OffsetDateTime::now_utc(),
             decided_at: None,
         };

@@ -32,12 +32,14 @@
 use crate::Simulator;
 use crate::config::WechatPayConfig;
 use crate::error::SimError;
-use crate::payment::{CreatePayment, Lookup, PaymentStatus, StoredPayment, WechatOrder};
+use crate::payment::{
+    CreatePayment, Lookup, PaymentStatus, PlatformOrder, StoredPayment, WechatOrder,
+};
 use crate::refund::{CreateRefund, RefundStatus, StoredRefund, WechatRefund};
 use api_types::Currency;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, Request};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -65,7 +67,7 @@ fn refund_reference(out_refund_no: &str) -> String {
 /// The WeChat Pay routes; merged into the simulator's router when configured.
 pub(crate) fn routes() -> Router<Simulator> {
     Router::new()
-        .route(paths::NATIVE_PREPAY, post(native_prepay))
+        .route(paths::NATIVE_PREPAY, post(answered(prepay)))
         .route(
             "/v3/pay/transactions/out-trade-no/{out_trade_no}",
             get(query_order),
@@ -74,7 +76,7 @@ pub(crate) fn routes() -> Router<Simulator> {
             "/v3/pay/transactions/out-trade-no/{out_trade_no}/close",
             post(close_order),
         )
-        .route(paths::REFUNDS, post(create_refund))
+        .route(paths::REFUNDS, post(answered(refund)))
         .route(
             "/v3/refund/domestic/refunds/{out_refund_no}",
             get(query_refund),
@@ -167,30 +169,83 @@ fn now() -> i64 {
     OffsetDateTime::now_utc().unix_timestamp()
 }
 
-/// Verifies the merchant's signature over the request as received.
-fn authenticate<'a>(
-    simulator: &'a Simulator,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<&'a WechatPayConfig, WxError> {
-    let config = simulator
-        .config()
-        .wechatpay
-        .as_ref()
-        .ok_or_else(WxError::system)?;
-    let path = uri
-        .path_and_query()
-        .map_or_else(|| uri.path(), |path| path.as_str());
-    config
-        .merchant
-        .verify_request_headers(headers, method, path, body, now())
-        .map_err(|err| {
-            tracing::info!(error = %err, %path, "WeChat Pay request refused: bad signature");
-            WxError::new(StatusCode::UNAUTHORIZED, "SIGN_ERROR", err.to_string())
-        })?;
-    Ok(config)
+/// A merchant request whose signature verified with the merchant's public key
+/// (over the request as received); refused with a signed 401 `SIGN_ERROR`
+/// before any handler runs. Every route takes one, answers with
+/// [`Verified::answer`], and so is signed the same way.
+struct Verified {
+    simulator: Simulator,
+    uri: Uri,
+    body: Bytes,
+}
+
+impl FromRequest<Simulator> for Verified {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, simulator: &Simulator) -> Result<Self, Response> {
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, MAX_BODY)
+            .await
+            .map_err(|_| signed(simulator, Err(WxError::param("请求体过大"))))?;
+        let verified = Self {
+            simulator: simulator.clone(),
+            uri: parts.uri,
+            body,
+        };
+        verified
+            .authenticate(&parts.method, &parts.headers)
+            .map_err(|error| signed(simulator, Err(error)))?;
+        Ok(verified)
+    }
+}
+
+/// The largest request body read.
+const MAX_BODY: usize = 64 * 1024;
+
+impl Verified {
+    /// The WeChat Pay side's configuration (the extractor already checked it is there).
+    fn config(&self) -> Result<&WechatPayConfig, WxError> {
+        self.simulator
+            .config()
+            .wechatpay
+            .as_ref()
+            .ok_or_else(WxError::system)
+    }
+
+    /// Verifies the merchant's signature over the request as received.
+    fn authenticate(&self, method: &Method, headers: &HeaderMap) -> Result<(), WxError> {
+        let uri = &self.uri;
+        let path = uri
+            .path_and_query()
+            .map_or_else(|| uri.path(), |path| path.as_str());
+        self.config()?
+            .merchant
+            .verify_request_headers(headers, method, path, &self.body, now())
+            .map_err(|err| {
+                tracing::info!(error = %err, %path, "WeChat Pay request refused: bad signature");
+                WxError::new(StatusCode::UNAUTHORIZED, "SIGN_ERROR", err.to_string())
+            })?;
+        Ok(())
+    }
+
+    /// The signed answer.
+    fn answer(&self, answer: Answer) -> Response {
+        signed(&self.simulator, answer)
+    }
+
+    /// The simulator, the WeChat Pay configuration, and the body read as `T`.
+    fn json<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<(&Simulator, &WechatPayConfig, T), WxError> {
+        Ok((&self.simulator, self.config()?, parse(&self.body)?))
+    }
+}
+
+/// A handler that computes its answer from the verified request at once, signed.
+fn answered(
+    compute: fn(&Verified) -> Answer,
+) -> impl Fn(Verified) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |request: Verified| std::future::ready(request.answer(compute(&request)))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, WxError> {
@@ -209,26 +264,8 @@ fn check_mchid(config: &WechatPayConfig, mchid: &str) -> Result<(), WxError> {
     }
 }
 
-async fn native_prepay(
-    State(simulator): State<Simulator>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let answer = prepay(&simulator, &method, &uri, &headers, &body);
-    signed(&simulator, answer)
-}
-
-fn prepay(
-    simulator: &Simulator,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
-    let config = authenticate(simulator, method, uri, headers, body)?;
-    let request: NativePrepayRequest = parse(body)?;
+fn prepay(verified: &Verified) -> Answer {
+    let (simulator, config, request) = verified.json::<NativePrepayRequest>()?;
     check_mchid(config, &request.mchid)?;
     if request.appid != config.appid {
         return Err(WxError::new(
@@ -259,7 +296,7 @@ fn prepay(
         attach: request.attach,
     };
     let (stored, replayed) = simulator
-        .create_payment_with(&reference, payment, order)
+        .create_payment_with(&reference, payment, PlatformOrder::Wechat(order))
         .map_err(|err| match err {
             SimError::IdempotencyKeyReused | SimError::MerchantReferenceReused => {
                 WxError::new(StatusCode::FORBIDDEN, "OUT_TRADE_NO_USED", "商户订单号重复")
@@ -293,24 +330,15 @@ fn prepay(
 
 /// The payment link: stable for a payment, so a replayed prepay shows the same QR code.
 fn code_url(stored: &StoredPayment) -> String {
-    let token = stored
-        .payment_id
-        .strip_prefix("pay_")
-        .unwrap_or(&stored.payment_id);
-    format!("weixin://wxpay/bizpayurl?pr={token}")
+    format!("weixin://wxpay/bizpayurl?pr={}", stored.token())
 }
 
-async fn query_order(
-    State(simulator): State<Simulator>,
-    Path(out_trade_no): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn query_order(Path(out_trade_no): Path<String>, request: Verified) -> Response {
     let answer = async {
-        let config = authenticate(&simulator, &method, &uri, &headers, &body)?;
-        let mchid = uri
+        let simulator = &request.simulator;
+        let config = request.config()?;
+        let mchid = request
+            .uri
             .query()
             .unwrap_or_default()
             .split('&')
@@ -324,29 +352,19 @@ async fn query_order(
         let stored = simulator
             .stored_payment(Lookup::Id(&payment.payment_id))
             .ok_or_else(WxError::order_not_exist)?;
-        let order = stored
-            .wechat
-            .as_ref()
-            .ok_or_else(WxError::order_not_exist)?;
+        let order = stored.wechat().ok_or_else(WxError::order_not_exist)?;
         json_answer(StatusCode::OK, &transaction(&stored, order))
     }
     .await;
-    signed(&simulator, answer)
+    request.answer(answer)
 }
 
-async fn close_order(
-    State(simulator): State<Simulator>,
-    Path(out_trade_no): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn close_order(Path(out_trade_no): Path<String>, request: Verified) -> Response {
     let answer = async {
-        let config = authenticate(&simulator, &method, &uri, &headers, &body)?;
-        let request: CloseRequest = parse(&body)?;
-        check_mchid(config, &request.mchid)?;
-        match simulator
+        let close: CloseRequest = parse(&request.body)?;
+        check_mchid(request.config()?, &close.mchid)?;
+        match request
+            .simulator
             .close_by_reference(&order_reference(&out_trade_no))
             .await
         {
@@ -361,7 +379,7 @@ async fn close_order(
         }
     }
     .await;
-    signed(&simulator, answer)
+    request.answer(answer)
 }
 
 /// An `out_refund_no`: 1 to 64 characters of `[A-Za-z0-9_-|*@]`.
@@ -372,26 +390,8 @@ fn valid_out_refund_no(text: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || b"_-|*@".contains(&byte))
 }
 
-async fn create_refund(
-    State(simulator): State<Simulator>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let answer = refund(&simulator, &method, &uri, &headers, &body);
-    signed(&simulator, answer)
-}
-
-fn refund(
-    simulator: &Simulator,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
-    let config = authenticate(simulator, method, uri, headers, body)?;
-    let request: RefundRequest = parse(body)?;
+fn refund(verified: &Verified) -> Answer {
+    let (simulator, config, request) = verified.json::<RefundRequest>()?;
     if !valid_out_refund_no(&request.out_refund_no) {
         return Err(WxError::param("out_refund_no 格式错误"));
     }
@@ -406,8 +406,8 @@ fn refund(
     }
     .ok_or_else(|| WxError::new(StatusCode::NOT_FOUND, "RESOURCE_NOT_EXISTS", "订单不存在"))?;
     let order = payment
-        .wechat
-        .clone()
+        .wechat()
+        .cloned()
         .ok_or_else(|| WxError::new(StatusCode::NOT_FOUND, "RESOURCE_NOT_EXISTS", "订单不存在"))?;
     if request.amount.total != payment.request.amount_cents {
         return Err(WxError::param("amount.total 与订单金额不一致"));
@@ -454,20 +454,13 @@ fn refund(
         tracing::info!(refund_id = %stored.refund_id, "chaos: accepted, answering 500");
         return Err(WxError::system());
     }
-    let wechat = stored.wechat.as_ref().ok_or_else(WxError::system)?;
+    let wechat = stored.wechat().ok_or_else(WxError::system)?;
     json_answer(StatusCode::OK, &refund_view(&stored, wechat))
 }
 
-async fn query_refund(
-    State(simulator): State<Simulator>,
-    Path(out_refund_no): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn query_refund(Path(out_refund_no): Path<String>, request: Verified) -> Response {
     let answer = async {
-        authenticate(&simulator, &method, &uri, &headers, &body)?;
+        let simulator = &request.simulator;
         let found = simulator
             .refund_by_reference(&refund_reference(&out_refund_no))
             .await
@@ -475,14 +468,11 @@ async fn query_refund(
         let stored = simulator
             .stored_refund(&found.state.refund_id)
             .ok_or_else(WxError::refund_not_exist)?;
-        let wechat = stored
-            .wechat
-            .as_ref()
-            .ok_or_else(WxError::refund_not_exist)?;
+        let wechat = stored.wechat().ok_or_else(WxError::refund_not_exist)?;
         json_answer(StatusCode::OK, &refund_view(&stored, wechat))
     }
     .await;
-    signed(&simulator, answer)
+    request.answer(answer)
 }
 
 /// A payment as WeChat Pay shows it: in a query and in `TRANSACTION.SUCCESS`.

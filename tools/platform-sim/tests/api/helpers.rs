@@ -7,13 +7,14 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use platform_protocols::keys::LocalKeys;
 use platform_sim::{
     CallbackSecret, Payment, PaymentCreated, PaymentStatus, Refund, Schedule, SimConfig, Simulator,
 };
 use reqwest::Response;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -22,6 +23,13 @@ use tokio::task::JoinHandle;
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
 static TRACING: Once = Once::new();
+
+/// One merchant and platform key set for the whole suite (WeChat Pay and
+/// Alipay alike): RSA key generation is the slow part.
+pub fn local_keys() -> &'static LocalKeys {
+    static KEYS: OnceLock<LocalKeys> = OnceLock::new();
+    KEYS.get_or_init(|| LocalKeys::generate().expect("a key set"))
+}
 
 /// The suite's defaults: retries every 50 ms (1 s scaled by 0.05), a 5 ms processing delay.
 pub fn test_config() -> SimConfig {
@@ -54,6 +62,66 @@ pub struct TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+/// A server task (a receiver of callbacks) on its own port, stopped when dropped.
+pub struct Served {
+    /// Where it listens.
+    pub address: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `router` on a random local port.
+pub async fn serve(router: Router) -> Served {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a random port");
+    serve_on(listener, router)
+}
+
+/// Serves `router` on a bound listener.
+pub fn serve_on(listener: TcpListener, router: Router) -> Served {
+    let address = listener.local_addr().expect("local address");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.expect("serves");
+    });
+    Served { address, task }
+}
+
+/// Serves one POST `handler` at `path` with `state` on a random local port;
+/// returns its URL and the server.
+pub async fn serve_post<H, T, S>(path: &str, handler: H, state: S) -> (String, Served)
+where
+    H: axum::handler::Handler<T, S>,
+    T: 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    let router = Router::new().route(path, post(handler)).with_state(state);
+    let server = serve(router).await;
+    (format!("http://{}{path}", server.address), server)
+}
+
+/// Polls `read` until it holds at least `count` items (deliveries, notifications);
+/// panics with what came otherwise.
+pub async fn wait_for_count<T: std::fmt::Debug>(count: usize, read: impl Fn() -> Vec<T>) -> Vec<T> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let items = read();
+        if items.len() >= count {
+            return items;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "expected {count}, got {items:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -342,13 +410,7 @@ pub struct Receiver {
     /// The URL to give as `notify_url`.
     pub url: String,
     deliveries: Arc<Mutex<Vec<Delivery>>>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: Served,
 }
 
 impl Receiver {
@@ -373,7 +435,6 @@ impl Receiver {
     }
 
     fn serve(listener: TcpListener, secret: &CallbackSecret, behaviour: Behaviour) -> Self {
-        let address = listener.local_addr().expect("local address");
         let deliveries = Arc::new(Mutex::new(Vec::new()));
         let state = ReceiverState {
             verifier: secret.clone(),
@@ -383,15 +444,11 @@ impl Receiver {
         let router = Router::new()
             .route("/callback", post(receive))
             .with_state(state);
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .await
-                .expect("receiver serves");
-        });
+        let server = serve_on(listener, router);
         Self {
-            url: format!("http://{address}/callback"),
+            url: format!("http://{}/callback", server.address),
             deliveries,
-            server,
+            _server: server,
         }
     }
 
@@ -402,18 +459,7 @@ impl Receiver {
 
     /// Waits until at least `count` deliveries arrived; panics with what came otherwise.
     pub async fn wait_for(&self, count: usize) -> Vec<Delivery> {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let deliveries = self.deliveries();
-            if deliveries.len() >= count {
-                return deliveries;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "expected {count} deliveries, got {deliveries:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_count(count, || self.deliveries()).await
     }
 
     /// Waits `quiet` and returns everything received: for checking that nothing more came.

@@ -1,6 +1,7 @@
 //! One integration-test binary: the simulator and a receiver on real sockets,
 //! real tokio, no mocks. One file per behaviour.
 
+mod alipay;
 mod chaos;
 mod delivery;
 mod helpers;

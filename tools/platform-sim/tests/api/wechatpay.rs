@@ -3,13 +3,11 @@
 //! platform key), and a notification receiver that verifies, decrypts, and
 //! refuses or accepts.
 
-use crate::helpers::{PATIENCE, TestApp, spawn_app};
-use axum::Router;
+use crate::helpers::{PATIENCE, Served, TestApp, serve_post, spawn_app, wait_for_count};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use platform_protocols::keys::LocalKeys;
 use platform_protocols::wechatpay::{
     EventType, MerchantSigner, Notification, NotificationPayload, NotificationReply, PlatformKey,
@@ -17,19 +15,15 @@ use platform_protocols::wechatpay::{
 };
 use platform_sim::WechatPayConfig;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 
 const MCHID: &str = "1900009191";
 const APPID: &str = "wxd678efh567hg6787";
 
-/// One key set for the whole suite: RSA key generation is the slow part.
 fn keys() -> &'static LocalKeys {
-    static KEYS: OnceLock<LocalKeys> = OnceLock::new();
-    KEYS.get_or_init(|| LocalKeys::generate().expect("a key set"))
+    crate::helpers::local_keys()
 }
 
 fn now() -> i64 {
@@ -241,13 +235,7 @@ struct ReceiverState {
 struct WxReceiver {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
-    server: JoinHandle<()>,
-}
-
-impl Drop for WxReceiver {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: Served,
 }
 
 impl WxReceiver {
@@ -262,18 +250,11 @@ impl WxReceiver {
             refuse_first,
             received: Arc::clone(&received),
         };
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        let address = listener.local_addr().expect("an address");
-        let router = Router::new()
-            .route("/notify", post(receive))
-            .with_state(state);
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router).await.expect("serves");
-        });
+        let (url, server) = serve_post("/notify", receive, state).await;
         Self {
-            url: format!("http://{address}/notify"),
+            url,
             received,
-            server,
+            _server: server,
         }
     }
 
@@ -282,18 +263,7 @@ impl WxReceiver {
     }
 
     async fn wait_for(&self, count: usize) -> Vec<Received> {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let received = self.received();
-            if received.len() >= count {
-                return received;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "expected {count} notifications, got {received:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_count(count, || self.received()).await
     }
 }
 
