@@ -217,16 +217,14 @@ pub fn PayPage(
                 }}
             </p>
 
-            <Show when=scan_code>
-                <img
-                    id="payment-code"
-                    class="payment-code"
-                    src=code_src.clone()
-                    alt="QR code: scan it with the payment app to pay"
-                    width="200"
-                    height="200"
-                />
-            </Show>
+            {move || {
+                scan_code()
+                    .then(|| {
+                        view! {
+                            <img id="payment-code" class="payment-code" src=code_src.clone() alt="QR code to pay" />
+                        }
+                    })
+            }}
 
             <div class="actions">
                 <Show when=move || pay_button().is_some()>

@@ -299,10 +299,14 @@ pub enum TestPlatform {
     Sandbox,
     /// WeChat Pay API v3, played by a platform-sim process (CNY).
     Wechatpay,
+    /// Alipay, played by a platform-sim process (CNY).
+    Alipay,
 }
 
 /// The WeChat Pay merchant id and app id of the tests.
 const WECHATPAY_IDS: (&str, &str) = ("1900009191", "wxd678efh567hg6787");
+/// The Alipay app id of the tests.
+const ALIPAY_APP_ID: &str = "2021000000000001";
 
 /// A platform-sim process speaking `platform`'s protocol with a fresh key set
 /// written by `platform-sim keys`, paying each payment after `delay_ms`; and
@@ -361,6 +365,24 @@ async fn start_platform_sim(
                 wechatpay_apiv3_key_file: Some(dir.join("wechatpay_apiv3_key.txt")),
             };
         }
+        TestPlatform::Alipay => {
+            args.extend(
+                [
+                    "--alipay-keys",
+                    &dir.display().to_string(),
+                    "--alipay-app-id",
+                    ALIPAY_APP_ID,
+                ]
+                .map(str::to_owned),
+            );
+            config.platform = Some(PlatformKind::Alipay);
+            config.alipay = backend::config::AlipayConfig {
+                alipay_gateway_url: String::new(),
+                alipay_app_id: Some(ALIPAY_APP_ID.into()),
+                alipay_app_private_key_file: Some(dir.join("merchant_private_key.pem")),
+                alipay_public_key_file: Some(dir.join("platform_public_key.pem")),
+            };
+        }
     }
     let secret = format!("whsec_{}", "c2ltdWxhdG9yLXNlY3JldC1vZi0zMi1ieXRlcyEhISE=");
     let sim = testkit::BackendProcess::start_as(
@@ -373,6 +395,7 @@ async fn start_platform_sim(
     .await
     .expect("platform-sim starts");
     config.wechatpay.wechatpay_api_url = sim.url();
+    config.alipay.alipay_gateway_url = format!("{}/gateway.do", sim.url());
     sim
 }
 

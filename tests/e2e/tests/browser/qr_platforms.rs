@@ -1,15 +1,25 @@
 //! Paying by QR code: the backend speaks a real platform's protocol
-//! (`PLATFORM=wechatpay`) to a platform-sim process, the page shows the
-//! platform's code while the payment waits for the shopper, and the
-//! platform's signed, encrypted notification charges the order once.
+//! (`PLATFORM=wechatpay`, `PLATFORM=alipay`) to a platform-sim process, the
+//! page shows the platform's code while the payment waits for the shopper,
+//! and the platform's signed notification charges the order once.
 
 use crate::helpers::{Options, TestPlatform, spawn_app_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wechat_pay_shows_its_qr_code_and_charges_once() {
-    // platform-sim "scans" and pays 4 s after the prepay.
+    pays_by_qr_code_once(TestPlatform::Wechatpay, "wechatpay").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alipay_shows_its_qr_code_and_charges_once() {
+    // Alipay then sends TRADE_FINISHED for the same trade: still one charge.
+    pays_by_qr_code_once(TestPlatform::Alipay, "alipay").await;
+}
+
+async fn pays_by_qr_code_once(platform: TestPlatform, name: &str) {
+    // platform-sim "scans" and pays 4 s after the hand-over.
     let app = spawn_app_with(Options {
-        platform: TestPlatform::Wechatpay,
+        platform,
         callback_delay_ms: 4_000,
         ..Options::default()
     })
@@ -23,7 +33,7 @@ async fn wechat_pay_shows_its_qr_code_and_charges_once() {
 
     app.click("pay-button").await;
 
-    // While WeChat Pay waits for the shopper, the page shows its code_url as a QR code.
+    // While the platform waits for the shopper, the page shows its payment link as a QR code.
     let width = app
         .eventually("the QR code to load", || async {
             let loaded = app
@@ -38,16 +48,16 @@ async fn wechat_pay_shows_its_qr_code_and_charges_once() {
         app.attr("status", "data-status").await.as_deref(),
         Some("PENDING")
     );
-    app.screenshot("wechatpay-qr").await;
+    app.screenshot(&format!("{name}-qr")).await;
 
-    // platform-sim pays, notifies (signed, encrypted), and the page shows the receipt.
+    // platform-sim pays and notifies, signed; the page shows the receipt.
     app.wait_for_status("PAID").await;
     assert!(app.is_present("receipt").await);
     assert!(
         !app.is_present("payment-code").await,
         "no code once the order is paid"
     );
-    app.screenshot("wechatpay-paid").await;
+    app.screenshot(&format!("{name}-paid")).await;
     app.assert_charged_once(&order).await;
     app.finish().await;
 }
