@@ -12,17 +12,28 @@
 //! Its started backend hands over to a platform-sim that storm serves and that
 //! posts no callbacks, since the in-process sandbox would forget the payments
 //! at the first restart and refuse their refunds.
+//! `--platform wechatpay|alipay` replays the incident in a real platform's
+//! notification format: storm writes a key set into a temp dir, serves a
+//! platform-sim speaking that platform (posting no callbacks, outliving the
+//! restarts), starts the backend with `PLATFORM=wechatpay|alipay` against it,
+//! runs the shop in CNY, reads each transaction id from platform-sim's book
+//! (WeChat Pay and Alipay give it only with the result) and sends WeChat Pay
+//! API v3 notifications (encrypted, signed with the platform key; acknowledged
+//! by 200 or 204) or Alipay form notifications (RSA2; acknowledged only by a
+//! 200 whose body is `success`). `--platform` other than standard needs a
+//! started backend and cannot be combined with `--refunds`.
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use platform_sim::Schedule;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use storm::incident::{self, Arrival, Incident, Restart, Target};
-use storm::platform::OutsidePlatform;
+use storm::platform::{KeySet, Notifier, OutsidePlatform, PlatformKind};
 use storm::processes::{self, BackendProcess};
+use storm::shop::PaymentIds;
 
 /// Replays the incident: the shopper pays N orders, then per order identical
 /// callbacks at once, retries, a restart, one more retry. With --refunds, then
@@ -97,6 +108,18 @@ struct Args {
     /// target such a platform yourself.
     #[arg(long, conflicts_with = "drop_callbacks")]
     refunds: bool,
+    /// Whose notification format the callbacks come in: `standard` (the
+    /// checkout's own Standard Webhooks at /api/payments/callback),
+    /// `wechatpay` (WeChat Pay API v3 at /api/payments/callback/wechatpay:
+    /// AES-256-GCM resource, platform-key signature in Wechatpay-* headers,
+    /// same notification id for every copy; acknowledged by 200 or 204) or
+    /// `alipay` (form parameters signed RSA2 at /api/payments/callback/alipay,
+    /// same notify_id; acknowledged only by 200 with the body `success`). With
+    /// wechatpay or alipay storm starts the backend (PLATFORM=wechatpay|alipay)
+    /// against a platform-sim it serves with a fresh key set, and the orders
+    /// are in CNY. Not with --backend-url, nor with --refunds.
+    #[arg(long, value_enum, default_value_t = PlatformKind::Standard)]
+    platform: PlatformKind,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -111,6 +134,29 @@ fn random_secret() -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
+    if args.platform != PlatformKind::Standard {
+        let refuse = |what: &str| {
+            Args::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("--platform {} {what}", args.platform.as_str()),
+                )
+                .exit()
+        };
+        if args.backend_url.is_some() {
+            refuse(
+                "needs a backend storm starts itself: it serves the platform (platform-sim with \
+                 a fresh key set) and reads the transaction ids from its book; \
+                 --backend-url is for --platform standard",
+            );
+        }
+        if args.refunds {
+            refuse(
+                "cannot be combined with --refunds: the refund incident sends the checkout's own \
+                 refund.succeeded callbacks only",
+            );
+        }
+    }
     let query = QuerySettings::scaled(args.time_scale);
     let incident = Incident {
         orders: args.orders,
@@ -129,13 +175,17 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     let mut managed = None;
     let mut platform = None;
+    let mut key_set = None;
     let target = match &args.backend_url {
         Some(url) => Target {
             url: url.clone(),
-            webhook_secret: args
-                .webhook_secret
-                .clone()
-                .context("--webhook-secret is needed with --backend-url")?,
+            notifier: Notifier::standard(
+                &args
+                    .webhook_secret
+                    .clone()
+                    .context("--webhook-secret is needed with --backend-url")?,
+            )?,
+            payment_ids: PaymentIds::Recorded,
             admin_token: args
                 .admin_token
                 .clone()
@@ -193,8 +243,21 @@ async fn main() -> anyhow::Result<ExitCode> {
                 ),
             ];
             // Storm delivers the callbacks itself: the platform only decides.
-            if args.refunds {
-                let outside = OutsidePlatform::start(&secret).await?;
+            if args.platform != PlatformKind::Standard {
+                let keys = KeySet::generate()?;
+                let outside = OutsidePlatform::start(&secret, args.platform, Some(&keys)).await?;
+                println!(
+                    "platform-sim speaking {} at {} (posts no callbacks; keys in {})",
+                    args.platform.as_str(),
+                    outside.url(),
+                    keys.dir().display()
+                );
+                env.push((backend::env::PLATFORM.into(), args.platform.as_str().into()));
+                env.extend(keys.backend_env(args.platform, outside.url()));
+                platform = Some(outside);
+                key_set = Some(keys);
+            } else if args.refunds {
+                let outside = OutsidePlatform::start(&secret, PlatformKind::Standard, None).await?;
                 println!("platform-sim at {} (posts no callbacks)", outside.url());
                 env.push((backend::env::PLATFORM.into(), "remote".into()));
                 env.push((backend::env::PLATFORM_URL.into(), outside.url().into()));
@@ -207,9 +270,20 @@ async fn main() -> anyhow::Result<ExitCode> {
                 env.extend(query.env());
             }
             let backend = BackendProcess::start(&binary, env, log).await?;
+            let (notifier, payment_ids) = match (&key_set, &platform) {
+                (Some(keys), Some(outside)) => (
+                    keys.notifier(args.platform, &secret)?,
+                    PaymentIds::Book {
+                        simulator: outside.simulator().clone(),
+                        prefix: args.platform.book_prefix().unwrap_or_default(),
+                    },
+                ),
+                _ => (Notifier::standard(&secret)?, PaymentIds::Recorded),
+            };
             let target = Target {
                 url: backend.url(),
-                webhook_secret: secret,
+                notifier,
+                payment_ids,
                 admin_token: admin,
                 merchant_key: merchant,
                 db: PgPoolOptions::new()
@@ -242,9 +316,10 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
     } else {
         println!(
-            "storm: {} order(s) paid, then {} identical callbacks at once, {} retries on schedule {} (time scale {}), then a restart and one more",
+            "storm: {} order(s) paid, then {} identical {} at once, {} retries on schedule {} (time scale {}), then a restart and one more",
             incident.orders,
             incident.concurrency,
+            args.platform.callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
@@ -291,7 +366,10 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::SUCCESS)
     } else if violations.is_empty() {
-        println!("EXACTLY ONCE: every order charged once, every delivery answered 200.");
+        println!(
+            "EXACTLY ONCE: every order charged once, every delivery {}.",
+            args.platform.acknowledgment()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         println!("VIOLATIONS:");

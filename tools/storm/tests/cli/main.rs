@@ -145,3 +145,126 @@ fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
     assert_eq!(stdout.matches("invariants: hold").count(), 2, "{stdout}");
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
 }
+
+#[test]
+fn storm_replays_the_incident_in_wechat_pay_notifications() {
+    let stdout = storm_succeeds(&[
+        "--platform",
+        "wechatpay",
+        "--schedule",
+        "fixed:100msx3",
+        "--time-scale",
+        "0.1",
+        "--orders",
+        "2",
+        "--concurrency",
+        "20",
+        "--quiet",
+    ]);
+
+    assert!(
+        stdout.contains("platform-sim speaking wechatpay"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("20 identical WeChat Pay notifications at once"),
+        "{stdout}"
+    );
+    assert_eq!(
+        counts(&stdout, "burst: 20 at once x 2 order(s)"),
+        [40, 40, 0],
+        "sent, acknowledged, other: {stdout}"
+    );
+    assert_eq!(counts(&stdout, "retries: 3"), [6, 6, 0], "{stdout}");
+    assert_eq!(
+        counts(&stdout, "after restart: 1 more"),
+        [2, 2, 0],
+        "{stdout}"
+    );
+    // CNY orders of 49.99, one charge each.
+    assert!(
+        stdout.contains("balance deducted: 9998 (expected 9998)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" PAID ").count(), 2, "{stdout}");
+    assert!(stdout.contains("invariants: hold"), "{stdout}");
+    assert!(
+        stdout.contains("every delivery acknowledged (WeChat Pay: 200 or 204)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "needs PLATFORM=alipay in the backend (branch backend-alipay)"]
+fn storm_replays_the_incident_in_alipay_notifications() {
+    let stdout = storm_succeeds(&[
+        "--platform",
+        "alipay",
+        "--schedule",
+        "fixed:100msx3",
+        "--time-scale",
+        "0.1",
+        "--orders",
+        "2",
+        "--concurrency",
+        "20",
+        "--quiet",
+    ]);
+
+    assert!(stdout.contains("platform-sim speaking alipay"), "{stdout}");
+    assert_eq!(
+        counts(&stdout, "burst: 20 at once x 2 order(s)"),
+        [40, 40, 0],
+        "sent, acknowledged (200 `success`), other: {stdout}"
+    );
+    assert_eq!(counts(&stdout, "retries: 3"), [6, 6, 0], "{stdout}");
+    assert_eq!(
+        counts(&stdout, "after restart: 1 more"),
+        [2, 2, 0],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("balance deducted: 9998 (expected 9998)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("invariants: hold"), "{stdout}");
+    assert!(
+        stdout.contains("every delivery acknowledged (Alipay: 200 with the body `success`)"),
+        "{stdout}"
+    );
+}
+
+/// Runs storm with `args` and returns its exit code and stderr; it must not
+/// get as far as starting anything.
+fn storm_refuses(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_storm"))
+        .args(args)
+        .output()
+        .expect("storm runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn storm_refuses_a_real_platform_with_a_given_backend_or_refunds() {
+    let (code, stderr) = storm_refuses(&[
+        "--platform",
+        "wechatpay",
+        "--backend-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--platform wechatpay needs a backend storm starts itself"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = storm_refuses(&["--platform", "alipay", "--refunds"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--platform alipay cannot be combined with --refunds"),
+        "{stderr}"
+    );
+}
