@@ -20,8 +20,10 @@
 //! (WeChat Pay and Alipay give it only with the result) and sends WeChat Pay
 //! API v3 notifications (encrypted, signed with the platform key; acknowledged
 //! by 200 or 204) or Alipay form notifications (RSA2; acknowledged only by a
-//! 200 whose body is `success`). `--platform` other than standard needs a
-//! started backend and cannot be combined with `--refunds`.
+//! 200 whose body is `success`); `--drop-callbacks` works with them too (the
+//! backend's active query asks platform-sim in the platform's own API).
+//! `--platform` other than standard needs a started backend and cannot be
+//! combined with `--refunds`.
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -88,7 +90,8 @@ struct Args {
     /// The incident where no callback arrives: storm pays the orders, sends
     /// nothing and waits until the backend's active query has settled every
     /// order; then it delivers the same callbacks late (burst, retries, restart,
-    /// one more), which must all be answered 200 and change nothing. A started
+    /// one more), which must all be acknowledged (200, or the --platform's
+    /// rule) and change nothing. A started
     /// backend runs with SANDBOX_DROP_CALLBACKS=true and QUERY_AFTER_SECS = 60 ×
     /// --time-scale (at least 1); give a --backend-url target those settings yourself.
     #[arg(long)]
@@ -117,7 +120,8 @@ struct Args {
     /// same notify_id; acknowledged only by 200 with the body `success`). With
     /// wechatpay or alipay storm starts the backend (PLATFORM=wechatpay|alipay)
     /// against a platform-sim it serves with a fresh key set, and the orders
-    /// are in CNY. Not with --backend-url, nor with --refunds.
+    /// are in CNY. Works with --drop-callbacks (the active query asks
+    /// platform-sim in the platform's API); not with --backend-url, nor with --refunds.
     #[arg(long, value_enum, default_value_t = PlatformKind::Standard)]
     platform: PlatformKind,
     /// No progress bar.
@@ -304,12 +308,13 @@ async fn main() -> anyhow::Result<ExitCode> {
     if args.drop_callbacks {
         println!(
             "storm: {} order(s) paid, no callback: waiting up to {:.0} s for the active query \
-             (QUERY_AFTER_SECS={}), then late: {} identical callbacks at once, {} retries on schedule {} \
+             (QUERY_AFTER_SECS={}), then late: {} identical {} at once, {} retries on schedule {} \
              (time scale {}), a restart and one more",
             incident.orders,
             query.settle_within().as_secs_f64(),
             query.after_secs,
             incident.concurrency,
+            args.platform.callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
@@ -362,7 +367,8 @@ async fn main() -> anyhow::Result<ExitCode> {
     } else if violations.is_empty() && args.drop_callbacks {
         println!(
             "EXACTLY ONCE: every order settled by the active query and charged once; \
-             every late delivery answered 200 and changed nothing."
+             every late delivery {} and changed nothing.",
+            args.platform.acknowledgment()
         );
         Ok(ExitCode::SUCCESS)
     } else if violations.is_empty() {

@@ -747,3 +747,164 @@ impl Sender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use platform_protocols::wechatpay::{PlatformKey, verify_platform_message};
+
+    fn paid() -> PaidOrder {
+        PaidOrder {
+            order_no: "ord_0123456789abcdef0123456789ab".into(),
+            payment_id: Uuid::new_v4(),
+            platform_payment_id: "pay_4200000991202612036853086457".into(),
+        }
+    }
+
+    fn headers(encoded: &Encoded) -> axum::http::HeaderMap {
+        let mut map = axum::http::HeaderMap::new();
+        for (name, value) in &encoded.headers {
+            map.insert(*name, value.parse().expect("a header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn every_wechat_pay_copy_is_encrypted_afresh_and_reads_as_the_same_success() {
+        let keys = KeySet::generate().expect("a key set");
+        let notifier = keys
+            .notifier(PlatformKind::Wechatpay, "")
+            .expect("a notifier");
+        let order = paid();
+        let callback = notifier
+            .success(&order, 4_999, Currency::CNY)
+            .expect("a callback");
+        let platform = PlatformKey {
+            serial: keys.keys.platform_serial_no.clone(),
+            public_key: keys.keys.platform_public.clone(),
+        };
+        let (first, second) = (
+            notifier.encode(&callback).expect("encoded"),
+            notifier.encode(&callback).expect("encoded"),
+        );
+        assert_ne!(first.body, second.body, "a fresh nonce and ciphertext");
+        for encoded in [&first, &second] {
+            let now = OffsetDateTime::now_utc().unix_timestamp();
+            verify_platform_message(&headers(encoded), &encoded.body, &platform, now)
+                .expect("signed with the platform key");
+            let envelope: Notification =
+                serde_json::from_slice(&encoded.body).expect("an envelope");
+            assert_eq!(envelope.id, callback.id, "the same notification id");
+            let NotificationPayload::Transaction(transaction) = envelope
+                .decrypt(&keys.keys.apiv3_key)
+                .expect("decrypts with the APIv3 key")
+            else {
+                panic!("a transaction");
+            };
+            assert_eq!(transaction.mchid, WECHATPAY_MCHID);
+            assert_eq!(transaction.appid, WECHATPAY_APPID);
+            assert_eq!(
+                transaction.transaction_id.as_deref(),
+                Some(order.platform_payment_id.as_str())
+            );
+            assert_eq!(
+                transaction.attach.as_deref(),
+                Some(order.payment_id.to_string().as_str())
+            );
+            assert_eq!(transaction.amount.total, 4_999);
+            assert_eq!(transaction.amount.currency, Currency::CNY);
+            assert!(matches!(transaction.trade_state, TradeState::Success));
+        }
+        assert_eq!(
+            keys.backend_env(PlatformKind::Wechatpay, "http://127.0.0.1:1")
+                .len(),
+            8,
+            "every WECHATPAY_* setting"
+        );
+    }
+
+    #[test]
+    fn an_alipay_notification_is_a_signed_form_with_the_same_notify_id_every_time() {
+        let keys = KeySet::generate().expect("a key set");
+        let dir = keys.dir().to_owned();
+        let notifier = keys.notifier(PlatformKind::Alipay, "").expect("a notifier");
+        let order = paid();
+        let callback = notifier
+            .success(&order, 4_999, Currency::CNY)
+            .expect("a callback");
+        for _ in 0..2 {
+            let encoded = notifier.encode(&callback).expect("encoded");
+            assert!(
+                encoded
+                    .content_type
+                    .starts_with("application/x-www-form-urlencoded")
+            );
+            let form = String::from_utf8(encoded.body).expect("text");
+            let notification =
+                ali::verify_notification(&form, ALIPAY_APP_ID, &keys.keys.platform_public)
+                    .expect("signed RSA2 with the platform key");
+            assert_eq!(notification.notify_id, callback.id);
+            assert_eq!(notification.notify_type, "trade_status_sync");
+            assert_eq!(notification.trade_no, order.platform_payment_id);
+            assert_eq!(notification.out_trade_no, order.order_no);
+            assert_eq!(notification.trade_status, Some(TradeStatus::TradeSuccess));
+            assert_eq!(
+                notification.total_amount.map(Yuan::fen),
+                Some(4_999),
+                "{form}"
+            );
+            assert!(form.contains("total_amount=49.99"), "{form}");
+            assert_eq!(
+                notification.passback_params,
+                Some(order.payment_id.to_string())
+            );
+        }
+        let env = keys.backend_env(PlatformKind::Alipay, "http://127.0.0.1:1");
+        assert!(env.contains(&(
+            "ALIPAY_GATEWAY_URL".into(),
+            "http://127.0.0.1:1/gateway.do".into()
+        )));
+        drop(keys);
+        assert!(!dir.exists(), "the key files go with the set");
+    }
+
+    async fn judged(notifier: &Notifier, status: u16, body: &'static str) -> Answer {
+        let response = axum::http::Response::builder()
+            .status(status)
+            .body(body)
+            .expect("a response");
+        notifier.judge(reqwest::Response::from(response)).await
+    }
+
+    #[tokio::test]
+    async fn each_platform_acknowledges_by_its_own_rule() {
+        let secret = CallbackSecret::generate();
+        let standard = Notifier::standard(secret.expose()).expect("a secret");
+        assert_eq!(judged(&standard, 200, "").await, Answer::Status(200));
+        assert_eq!(
+            judged(&standard, 204, "").await,
+            Answer::Unacknowledged(204)
+        );
+        let keys = KeySet::generate().expect("a key set");
+        let wechat = keys
+            .notifier(PlatformKind::Wechatpay, "")
+            .expect("a notifier");
+        assert!(judged(&wechat, 204, "").await.is_success());
+        assert!(judged(&wechat, 200, "").await.is_success());
+        assert_eq!(
+            judged(&wechat, 500, r#"{"code":"FAIL"}"#).await,
+            Answer::Status(500)
+        );
+        let alipay = keys.notifier(PlatformKind::Alipay, "").expect("a notifier");
+        assert!(judged(&alipay, 200, "success").await.is_success());
+        for body in ["fail", "success\n", "SUCCESS", ""] {
+            assert_eq!(
+                judged(&alipay, 200, body).await,
+                Answer::Unacknowledged(200),
+                "{body:?}"
+            );
+        }
+        assert_eq!(judged(&alipay, 204, "").await, Answer::Unacknowledged(204));
+        assert_eq!(judged(&alipay, 500, "success").await, Answer::Status(500));
+    }
+}

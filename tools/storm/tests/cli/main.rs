@@ -268,3 +268,42 @@ fn storm_refuses_a_real_platform_with_a_given_backend_or_refunds() {
         "{stderr}"
     );
 }
+
+#[test]
+fn storm_without_wechat_pay_notifications_waits_for_the_active_query() {
+    let stdout = storm_succeeds(&[
+        "--platform",
+        "wechatpay",
+        "--drop-callbacks",
+        "--schedule",
+        "fixed:100msx3",
+        "--time-scale",
+        "0.01",
+        "--orders",
+        "2",
+        "--concurrency",
+        "10",
+        "--quiet",
+    ]);
+
+    assert!(
+        stdout.contains("the active query settled 2/2 order(s)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        counts(&stdout, "burst: 10 at once x 2 order(s) (late)"),
+        [20, 20, 0],
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("  query\n").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("balance deducted: 9998 (expected 9998)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "every late delivery acknowledged (WeChat Pay: 200 or 204) and changed nothing"
+        ),
+        "{stdout}"
+    );
+}
