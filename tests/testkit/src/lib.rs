@@ -51,19 +51,34 @@ pub fn fault_injection_backend_binary() -> anyhow::Result<PathBuf> {
     )
 }
 
+/// The platform simulator binary: `PLATFORM_SIM_BIN`, else
+/// `target/debug/platform-sim`, built if missing.
+pub fn platform_sim_binary() -> anyhow::Result<PathBuf> {
+    package_binary("PLATFORM_SIM_BIN", "platform-sim", "platform-sim", &[])
+}
+
 fn binary(variable: &str, name: &str, features: &[&str]) -> anyhow::Result<PathBuf> {
+    package_binary(variable, "backend", name, features)
+}
+
+fn package_binary(
+    variable: &str,
+    package: &str,
+    name: &str,
+    features: &[&str],
+) -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os(variable) {
         return Ok(PathBuf::from(path));
     }
     let path = target_dir().join("debug").join(name);
     if !path.exists() {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "backend", "--bin", name])
+            .args(["build", "-p", package, "--bin", name])
             .args(features)
             .status()
-            .with_context(|| format!("cannot run cargo build -p backend --bin {name}"))?;
+            .with_context(|| format!("cannot run cargo build -p {package} --bin {name}"))?;
         if !status.success() {
-            bail!("cargo build -p backend --bin {name} failed");
+            bail!("cargo build -p {package} --bin {name} failed");
         }
     }
     Ok(path)
@@ -75,9 +90,13 @@ fn signal(pid: u32, name: &str) {
         .status();
 }
 
-/// The backend as a child process, restartable on the same port and settings.
+/// The backend (or another of our HTTP servers that answers `/healthz`, such
+/// as platform-sim) as a child process, restartable on the same port and settings.
 pub struct BackendProcess {
     binary: PathBuf,
+    /// The environment variable that tells it where to listen.
+    bind_var: &'static str,
+    args: Vec<String>,
     env: Vec<(String, String)>,
     port: u16,
     log: PathBuf,
@@ -94,8 +113,22 @@ impl BackendProcess {
         env: Vec<(String, String)>,
         log: PathBuf,
     ) -> anyhow::Result<Self> {
+        Self::start_as(binary, "BIND_ADDR", Vec::new(), env, log).await
+    }
+
+    /// Starts `binary` with `args` and `env` on a free port given in
+    /// `bind_var` (platform-sim: `SIM_BIND_ADDR`), and waits until it answers.
+    pub async fn start_as(
+        binary: &Path,
+        bind_var: &'static str,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        log: PathBuf,
+    ) -> anyhow::Result<Self> {
         let mut backend = Self {
             binary: binary.to_owned(),
+            bind_var,
+            args,
             env,
             port: free_port()?,
             log,
@@ -136,8 +169,9 @@ impl BackendProcess {
         }
         let out = File::options().create(true).append(true).open(&self.log)?;
         let child = Command::new(&self.binary)
+            .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("BIND_ADDR", format!("127.0.0.1:{}", self.port))
+            .env(self.bind_var, format!("127.0.0.1:{}", self.port))
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -156,7 +190,8 @@ impl BackendProcess {
                 && let Some(status) = child.try_wait()?
             {
                 bail!(
-                    "backend exited during start ({status}); see {}",
+                    "{} exited during start ({status}); see {}",
+                    self.binary.display(),
                     self.log.display()
                 );
             }

@@ -288,6 +288,92 @@ pub struct Options {
     /// Whom the browser signs in as (through `/signin`) before the test starts;
     /// nobody when `None`.
     pub signed_in_as: Option<Shopper>,
+    /// Which platform takes the payments.
+    pub platform: TestPlatform,
+}
+
+/// The platform a browser test pays through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestPlatform {
+    /// The sandbox inside the backend (EUR).
+    Sandbox,
+    /// WeChat Pay API v3, played by a platform-sim process (CNY).
+    Wechatpay,
+}
+
+/// The WeChat Pay merchant id and app id of the tests.
+const WECHATPAY_IDS: (&str, &str) = ("1900009191", "wxd678efh567hg6787");
+
+/// A platform-sim process speaking `platform`'s protocol with a fresh key set
+/// written by `platform-sim keys`, paying each payment after `delay_ms`; and
+/// the backend settings that point at it.
+async fn start_platform_sim(
+    platform: TestPlatform,
+    delay_ms: u64,
+    config: &mut Config,
+) -> testkit::BackendProcess {
+    let binary = testkit::platform_sim_binary().expect("the platform-sim binary");
+    let run = Uuid::new_v4().simple().to_string();
+    let dir = testkit::target_dir().join(format!("e2e/keys-{run}"));
+    let written = Command::new(&binary)
+        .arg("keys")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("platform-sim keys runs");
+    assert!(written.success(), "platform-sim keys {}", dir.display());
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|err| panic!("{name}: {err}"))
+            .trim()
+            .to_owned()
+    };
+    let mut args = vec![
+        "--processing-delay".to_owned(),
+        format!("{delay_ms}ms"),
+        "--schedule".to_owned(),
+        "fixed:200msx50".to_owned(),
+    ];
+    match platform {
+        TestPlatform::Sandbox => unreachable!("the sandbox runs inside the backend"),
+        TestPlatform::Wechatpay => {
+            let (mchid, appid) = WECHATPAY_IDS;
+            args.extend(
+                [
+                    "--wechatpay-keys",
+                    &dir.display().to_string(),
+                    "--wechatpay-mchid",
+                    mchid,
+                    "--wechatpay-appid",
+                    appid,
+                ]
+                .map(str::to_owned),
+            );
+            config.platform = Some(PlatformKind::Wechatpay);
+            config.wechatpay = backend::config::WechatPayConfig {
+                wechatpay_api_url: String::new(),
+                wechatpay_mchid: Some(mchid.into()),
+                wechatpay_appid: Some(appid.into()),
+                wechatpay_merchant_key_file: Some(dir.join("merchant_private_key.pem")),
+                wechatpay_merchant_serial: Some(read("merchant_serial_no.txt")),
+                wechatpay_platform_public_key_file: Some(dir.join("platform_public_key.pem")),
+                wechatpay_platform_serial: Some(read("platform_serial_no.txt")),
+                wechatpay_apiv3_key_file: Some(dir.join("wechatpay_apiv3_key.txt")),
+            };
+        }
+    }
+    let secret = format!("whsec_{}", "c2ltdWxhdG9yLXNlY3JldC1vZi0zMi1ieXRlcyEhISE=");
+    let sim = testkit::BackendProcess::start_as(
+        &binary,
+        "SIM_BIND_ADDR",
+        args,
+        vec![("WEBHOOK_SECRET".into(), secret)],
+        testkit::target_dir().join(format!("e2e/platform-sim-{run}.log")),
+    )
+    .await
+    .expect("platform-sim starts");
+    config.wechatpay.wechatpay_api_url = sim.url();
+    sim
 }
 
 impl Default for Options {
@@ -297,6 +383,7 @@ impl Default for Options {
             callback_delay_ms: 300,
             redis_url: None,
             signed_in_as: Some(ADA),
+            platform: TestPlatform::Sandbox,
         }
     }
 }
@@ -323,9 +410,14 @@ pub struct TestApp {
     pub browser: Option<Browser>,
     /// Ada (the first demo shopper), whom [`TestApp::create_order`] places orders for.
     pub shopper_id: Uuid,
-    /// Ada's EUR account, which her orders charge.
+    /// Ada's account in the platform's currency (EUR; CNY for WeChat Pay),
+    /// which her orders charge.
     pub account_id: Uuid,
+    /// The currency of the demo: the platform's.
+    pub currency: api_types::Currency,
     server: JoinHandle<std::io::Result<()>>,
+    /// The platform-sim process, when the platform is not the sandbox.
+    _platform_sim: Option<testkit::BackendProcess>,
     /// Dropped after the server: gone when the test passes, kept when it fails.
     _database: TestDatabase,
     _slot: MutexGuard<'static, ()>,
@@ -354,7 +446,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let id = Uuid::new_v4().simple().to_string();
     let database = TestDatabase::new("e2e");
     let database_url = database.url();
-    let config = Config {
+    let mut config = Config {
         platform: Some(PlatformKind::Sandbox),
         database_url: database_url.clone(),
         redis_url: options.redis_url.unwrap_or_else(testkit::redis_url),
@@ -368,6 +460,13 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         admin_token: Some(ADMIN_TOKEN.to_owned().into()),
         ..Config::default()
     };
+    let platform_sim = match options.platform {
+        TestPlatform::Sandbox => None,
+        platform => {
+            Some(start_platform_sim(platform, options.callback_delay_ms, &mut config).await)
+        }
+    };
+    let currency = backend::routes::demo::currency_for(config.platform.expect("set above"));
     let app = Application::build(config)
         .await
         .expect("the backend starts (PostgreSQL on 127.0.0.1:5432?)");
@@ -379,7 +478,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         .await
         .expect("the test database accepts connections");
     let http = reqwest::Client::new();
-    let (shopper_id, account_id) = shopper_and_account(&db, ADA.email).await;
+    let (shopper_id, account_id) = shopper_and_account(&db, ADA.email, currency).await;
     let browser = Browser::start().await;
     let app = TestApp {
         address,
@@ -388,7 +487,9 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         browser: Some(browser),
         shopper_id,
         account_id,
+        currency,
         server,
+        _platform_sim: platform_sim,
         _database: database,
         _slot: slot,
     };
@@ -398,17 +499,22 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     app
 }
 
-/// The demo shopper's id and EUR account, as the backend seeded them.
-async fn shopper_and_account(db: &PgPool, email: &str) -> (Uuid, Uuid) {
+/// The demo shopper's id and account in `currency`, as the backend seeded them.
+async fn shopper_and_account(
+    db: &PgPool,
+    email: &str,
+    currency: api_types::Currency,
+) -> (Uuid, Uuid) {
     sqlx::query_as(
         "SELECT s.shopper_id, a.account_id FROM shoppers s \
-         JOIN accounts a ON a.shopper_id = s.shopper_id AND a.currency = 'EUR' \
+         JOIN accounts a ON a.shopper_id = s.shopper_id AND a.currency = $2 \
          WHERE s.email = $1",
     )
     .bind(email)
+    .bind(currency.as_str())
     .fetch_one(db)
     .await
-    .unwrap_or_else(|err| panic!("demo shopper {email} with a EUR account: {err}"))
+    .unwrap_or_else(|err| panic!("demo shopper {email} with a {currency} account: {err}"))
 }
 
 impl TestApp {
@@ -431,13 +537,13 @@ impl TestApp {
 
     // ---- scene setting through the API ----
 
-    /// Places a PENDING order of exactly `amount_cents` EUR for Ada, as a
-    /// merchant would (`POST /api/merchant/orders`).
+    /// Places a PENDING order of exactly `amount_cents` (in the demo's
+    /// currency) for Ada, as a merchant would (`POST /api/merchant/orders`).
     pub async fn create_order(&self, amount_cents: i64) -> Order {
         let body = CreateMerchantOrder {
             shopper_id: self.shopper_id,
             amount_cents,
-            currency: "EUR".parse().expect("valid currency"),
+            currency: self.currency,
             description: format!("E2E order of {amount_cents} cents"),
         };
         let answer = self
@@ -815,14 +921,15 @@ impl TestApp {
         self.balances_of(ADA).await
     }
 
-    /// A demo shopper's `(opening, current)` EUR balance.
+    /// A demo shopper's `(opening, current)` balance in the demo's currency.
     pub async fn balances_of(&self, shopper: Shopper) -> (i64, i64) {
         sqlx::query_as(
             "SELECT a.opening_balance_cents, a.balance_cents FROM accounts a \
              JOIN shoppers s ON s.shopper_id = a.shopper_id \
-             WHERE s.email = $1 AND a.currency = 'EUR'",
+             WHERE s.email = $1 AND a.currency = $2",
         )
         .bind(shopper.email)
+        .bind(self.currency.as_str())
         .fetch_one(&self.db)
         .await
         .expect("the demo shopper's account exists")

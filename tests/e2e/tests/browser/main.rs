@@ -14,6 +14,7 @@ mod many_clicks;
 mod offline_while_paying;
 mod ownership;
 mod pay_once;
+mod qr_platforms;
 mod redis_outage;
 mod refunds;
 mod reload_in_flight;
