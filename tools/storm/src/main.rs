@@ -20,10 +20,11 @@
 //! (WeChat Pay and Alipay give it only with the result) and sends WeChat Pay
 //! API v3 notifications (encrypted, signed with the platform key; acknowledged
 //! by 200 or 204) or Alipay form notifications (RSA2; acknowledged only by a
-//! 200 whose body is `success`); `--drop-callbacks` works with them too (the
-//! backend's active query asks platform-sim in the platform's own API).
-//! `--platform` other than standard needs a started backend and cannot be
-//! combined with `--refunds`.
+//! 200 whose body is `success`). `--drop-callbacks` works with them too (the
+//! backend's active query asks platform-sim in the platform's own API), and so
+//! does `--refunds` (the refunds go through the platform's refund API, their
+//! results come as WeChat Pay `REFUND.SUCCESS` or Alipay refund notifications).
+//! `--platform` other than standard needs a backend storm starts itself.
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -121,7 +122,8 @@ struct Args {
     /// wechatpay or alipay storm starts the backend (PLATFORM=wechatpay|alipay)
     /// against a platform-sim it serves with a fresh key set, and the orders
     /// are in CNY. Works with --drop-callbacks (the active query asks
-    /// platform-sim in the platform's API); not with --backend-url, nor with --refunds.
+    /// platform-sim in the platform's API) and --refunds (refund results as
+    /// WeChat Pay REFUND.SUCCESS or Alipay refund notifications); not with --backend-url.
     #[arg(long, value_enum, default_value_t = PlatformKind::Standard)]
     platform: PlatformKind,
     /// No progress bar.
@@ -152,12 +154,6 @@ async fn main() -> anyhow::Result<ExitCode> {
                 "needs a backend storm starts itself: it serves the platform (platform-sim with \
                  a fresh key set) and reads the transaction ids from its book; \
                  --backend-url is for --platform standard",
-            );
-        }
-        if args.refunds {
-            refuse(
-                "cannot be combined with --refunds: the refund incident sends the checkout's own \
-                 refund.succeeded callbacks only",
             );
         }
     }
@@ -344,10 +340,11 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         println!(
             "storm: refunds: {} order(s) refunded in full, each asked for twice with one Idempotency-Key, \
-             then {} identical refund.succeeded callbacks at once, {} retries on schedule {} (time scale {}), \
+             then {} identical {} at once, {} retries on schedule {} (time scale {}), \
              then a restart and one more",
             run.paid.len(),
             incident.concurrency,
+            args.platform.refund_callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
@@ -361,7 +358,8 @@ async fn main() -> anyhow::Result<ExitCode> {
     if violations.is_empty() && args.refunds {
         println!(
             "EXACTLY ONCE: every order charged once and refunded once (one REFUND row, one credit); \
-             every delivery answered 200."
+             every delivery {}.",
+            args.platform.acknowledgment()
         );
         Ok(ExitCode::SUCCESS)
     } else if violations.is_empty() && args.drop_callbacks {

@@ -22,8 +22,9 @@ use platform_protocols::alipay::{self as ali, TradeNotification, TradeStatus};
 use platform_protocols::keys::{self, ApiV3Key, LocalKeys, PrivateKey};
 use platform_protocols::money::Yuan;
 use platform_protocols::wechatpay::{
-    EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, TradeState,
-    TradeType, Transaction, TransactionAmount, generate_nonce, resource::generate_resource_nonce,
+    EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, RefundNotification,
+    RefundNotificationAmount, RefundStatus as WechatRefundStatus, TradeState, TradeType,
+    Transaction, TransactionAmount, generate_nonce, resource::generate_resource_nonce,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,6 +59,15 @@ impl PlatformKind {
             Self::Standard => "callbacks",
             Self::Wechatpay => "WeChat Pay notifications",
             Self::Alipay => "Alipay notifications",
+        }
+    }
+
+    /// What its refund results are called, for the report.
+    pub const fn refund_callbacks(self) -> &'static str {
+        match self {
+            Self::Standard => "refund.succeeded callbacks",
+            Self::Wechatpay => "WeChat Pay REFUND.SUCCESS notifications",
+            Self::Alipay => "Alipay refund notifications",
         }
     }
 
@@ -114,12 +124,15 @@ pub enum Message {
         /// The JSON body.
         body: String,
     },
-    /// WeChat Pay's `TRANSACTION.SUCCESS`: the content to encrypt.
-    WechatTransaction {
+    /// A WeChat Pay notification (`TRANSACTION.SUCCESS`, `REFUND.SUCCESS`):
+    /// the content to encrypt.
+    Wechat {
         /// When the notification was made (the envelope's `create_time`).
         created: OffsetDateTime,
+        /// Its event type.
+        event: EventType,
         /// The decrypted resource.
-        transaction: Box<Transaction>,
+        payload: Box<NotificationPayload>,
     },
     /// Alipay's `trade_status_sync`, `notify_time` renewed at each delivery.
     Alipay(Box<TradeNotification>),
@@ -263,14 +276,13 @@ impl Notifier {
         let id = Uuid::new_v4().simple().to_string();
         let message = match self {
             Self::Standard(_) => return Ok(Callback::success(paid, amount_cents, currency)),
-            Self::Wechatpay(wechat) => Message::WechatTransaction {
+            Self::Wechatpay(wechat) => Message::Wechat {
                 created: now,
-                transaction: Box::new(Transaction {
+                event: EventType::TransactionSuccess,
+                payload: Box::new(NotificationPayload::Transaction(Transaction {
                     appid: wechat.appid.clone(),
                     mchid: wechat.mchid.clone(),
-                    out_trade_no: OutTradeNo::parse(&paid.order_no).map_err(|err| {
-                        anyhow::anyhow!("order {} is no out_trade_no: {err}", paid.order_no)
-                    })?,
+                    out_trade_no: out_trade_no(&paid.order_no)?,
                     transaction_id: Some(paid.platform_payment_id.clone()),
                     trade_type: Some(TradeType::Native),
                     trade_state: TradeState::Success,
@@ -285,7 +297,7 @@ impl Notifier {
                         currency,
                         payer_currency: Some(currency),
                     },
-                }),
+                })),
             },
             Self::Alipay(alipay) => {
                 let mut notification = TradeNotification::new(
@@ -313,6 +325,66 @@ impl Notifier {
         })
     }
 
+    /// The success of a refund the platform accepted, in this platform's
+    /// words: Standard Webhooks `refund.succeeded`, WeChat Pay `REFUND.SUCCESS`
+    /// (`out_refund_no` our refund number, `refund_id` the platform's), Alipay
+    /// `trade_status_sync` with `out_biz_no` our refund number and
+    /// `refund_fee` the trade's refunded total (the run refunds each order
+    /// once, in full: the refund's amount), the trade `TRADE_CLOSED`.
+    pub fn refund_success(
+        &self,
+        refund: &HandedOverRefund,
+        paid: &PaidOrder,
+    ) -> anyhow::Result<Callback> {
+        let now = OffsetDateTime::now_utc();
+        let id = Uuid::new_v4().simple().to_string();
+        let message = match self {
+            Self::Standard(_) => return Ok(Callback::refund_success(refund, paid)),
+            Self::Wechatpay(wechat) => Message::Wechat {
+                created: now,
+                event: EventType::RefundSuccess,
+                payload: Box::new(NotificationPayload::Refund(RefundNotification {
+                    mchid: wechat.mchid.clone(),
+                    out_trade_no: out_trade_no(&refund.order_no)?,
+                    transaction_id: refund.platform_payment_id.clone(),
+                    out_refund_no: refund.refund_no.clone(),
+                    refund_id: refund.platform_refund_id.clone(),
+                    refund_status: WechatRefundStatus::Success,
+                    success_time: Some(now),
+                    user_received_account: Some("支付用户零钱".into()),
+                    amount: RefundNotificationAmount {
+                        total: refund.amount_cents,
+                        refund: refund.amount_cents,
+                        payer_total: refund.amount_cents,
+                        payer_refund: refund.amount_cents,
+                    },
+                })),
+            },
+            Self::Alipay(alipay) => {
+                let mut notification = TradeNotification::new(
+                    &id,
+                    &ali::format_timestamp(now),
+                    &alipay.app_id,
+                    &refund.platform_payment_id,
+                    &refund.order_no,
+                );
+                let total = Some(Yuan::from_fen(refund.amount_cents)?);
+                notification.out_biz_no = Some(refund.refund_no.clone());
+                notification.trade_status = Some(TradeStatus::TradeClosed);
+                notification.total_amount = total;
+                notification.refund_fee = total;
+                notification.gmt_refund = Some(ali::format_timestamp(now));
+                notification.passback_params = Some(paid.payment_id.to_string());
+                Message::Alipay(Box::new(notification))
+            }
+        };
+        Ok(Callback {
+            id,
+            message,
+            order_no: refund.order_no.clone(),
+        })
+    }
+
     /// One delivery of `callback`, signed (and for WeChat Pay encrypted) now.
     fn encode(&self, callback: &Callback) -> anyhow::Result<Encoded> {
         let now = OffsetDateTime::now_utc();
@@ -329,16 +401,17 @@ impl Notifier {
             }
             (
                 Self::Wechatpay(wechat),
-                Message::WechatTransaction {
+                Message::Wechat {
                     created,
-                    transaction,
+                    event,
+                    payload,
                 },
             ) => {
                 let envelope = Notification::encrypt(
                     &callback.id,
                     *created,
-                    EventType::TransactionSuccess,
-                    &NotificationPayload::Transaction(transaction.as_ref().clone()),
+                    *event,
+                    payload,
                     &wechat.apiv3_key,
                     &generate_resource_nonce(),
                 )?;
@@ -392,6 +465,12 @@ impl Notifier {
             (false, _) => Answer::Status(status),
         }
     }
+}
+
+/// An order number as WeChat Pay's `out_trade_no`.
+fn out_trade_no(order_no: &str) -> anyhow::Result<OutTradeNo> {
+    OutTradeNo::parse(order_no)
+        .map_err(|err| anyhow::anyhow!("order {order_no} is no out_trade_no: {err}"))
 }
 
 /// A key set for a real platform written to a directory of its own (as
@@ -540,10 +619,12 @@ impl OutsidePlatform {
                 ));
             }
             (PlatformKind::Alipay, Some(set)) => {
-                config.alipay = Some(platform_sim::AlipayConfig::from_keys(
-                    ALIPAY_APP_ID,
-                    &set.keys,
-                ));
+                config.alipay = Some(platform_sim::AlipayConfig {
+                    // The refund period outlasts the run: a finished trade
+                    // (TRADE_FINISHED) takes no refunds any more.
+                    trade_finished_after: Duration::from_secs(86_400),
+                    ..platform_sim::AlipayConfig::from_keys(ALIPAY_APP_ID, &set.keys)
+                });
             }
             (kind, None) => {
                 anyhow::bail!("platform-sim needs a key set to speak {}", kind.as_str())
@@ -866,6 +947,54 @@ mod tests {
         )));
         drop(keys);
         assert!(!dir.exists(), "the key files go with the set");
+    }
+
+    #[test]
+    fn a_refund_result_names_our_refund_number_and_the_platforms_ids() {
+        let keys = KeySet::generate().expect("a key set");
+        let order = paid();
+        let refund = HandedOverRefund {
+            refund_no: "rfd_0123456789abcdef".into(),
+            order_no: order.order_no.clone(),
+            amount_cents: 4_999,
+            currency: Currency::CNY,
+            platform_payment_id: order.platform_payment_id.clone(),
+            platform_refund_id: "50300000012026120300000001".into(),
+        };
+
+        let wechat = keys
+            .notifier(PlatformKind::Wechatpay, "")
+            .expect("notifier");
+        let callback = wechat.refund_success(&refund, &order).expect("callback");
+        let encoded = wechat.encode(&callback).expect("encoded");
+        let envelope: Notification = serde_json::from_slice(&encoded.body).expect("envelope");
+        assert_eq!(envelope.event_type, EventType::RefundSuccess);
+        let NotificationPayload::Refund(content) =
+            envelope.decrypt(&keys.keys.apiv3_key).expect("decrypts")
+        else {
+            panic!("a refund");
+        };
+        assert_eq!(content.out_refund_no, refund.refund_no);
+        assert_eq!(content.refund_id, refund.platform_refund_id);
+        assert_eq!(content.transaction_id, refund.platform_payment_id);
+        assert_eq!(content.amount.refund, 4_999);
+        assert_eq!(content.refund_status, WechatRefundStatus::Success);
+
+        let alipay = keys.notifier(PlatformKind::Alipay, "").expect("notifier");
+        let callback = alipay.refund_success(&refund, &order).expect("callback");
+        let encoded = alipay.encode(&callback).expect("encoded");
+        let form = String::from_utf8(encoded.body).expect("text");
+        let notification =
+            ali::verify_notification(&form, ALIPAY_APP_ID, &keys.keys.platform_public)
+                .expect("signed");
+        assert_eq!(notification.notify_id, callback.id);
+        assert_eq!(
+            notification.out_biz_no.as_deref(),
+            Some("rfd_0123456789abcdef")
+        );
+        assert_eq!(notification.trade_no, order.platform_payment_id);
+        assert_eq!(notification.refund_fee.map(Yuan::fen), Some(4_999));
+        assert_eq!(notification.trade_status, Some(TradeStatus::TradeClosed));
     }
 
     async fn judged(notifier: &Notifier, status: u16, body: &'static str) -> Answer {
