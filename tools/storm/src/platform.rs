@@ -237,6 +237,33 @@ pub struct AlipayNotifier {
     pub key: PrivateKey,
 }
 
+impl AlipayNotifier {
+    /// A `trade_status_sync` notification `id` made at `now` about the trade
+    /// `trade_no` of `paid`'s order, standing at `status`, of `total_cents`
+    /// (in yuan), with our payment id passed back (`passback_params`).
+    fn trade(
+        &self,
+        id: &str,
+        now: OffsetDateTime,
+        paid: &PaidOrder,
+        trade_no: &str,
+        status: TradeStatus,
+        total_cents: i64,
+    ) -> anyhow::Result<TradeNotification> {
+        let mut notification = TradeNotification::new(
+            id,
+            &ali::format_timestamp(now),
+            &self.app_id,
+            trade_no,
+            &paid.order_no,
+        );
+        notification.trade_status = Some(status);
+        notification.total_amount = Some(Yuan::from_fen(total_cents)?);
+        notification.passback_params = Some(paid.payment_id.to_string());
+        Ok(notification)
+    }
+}
+
 /// One delivery, encoded: what to post.
 struct Encoded {
     content_type: &'static str,
@@ -300,21 +327,18 @@ impl Notifier {
                 })),
             },
             Self::Alipay(alipay) => {
-                let mut notification = TradeNotification::new(
+                let mut notification = alipay.trade(
                     &id,
-                    &ali::format_timestamp(now),
-                    &alipay.app_id,
+                    now,
+                    paid,
                     &paid.platform_payment_id,
-                    &paid.order_no,
-                );
-                let total = Some(Yuan::from_fen(amount_cents)?);
-                notification.trade_status = Some(TradeStatus::TradeSuccess);
-                notification.total_amount = total;
-                notification.receipt_amount = total;
-                notification.buyer_pay_amount = total;
+                    TradeStatus::TradeSuccess,
+                    amount_cents,
+                )?;
+                notification.receipt_amount = notification.total_amount;
+                notification.buyer_pay_amount = notification.total_amount;
                 notification.subject = Some(format!("Order {}", paid.order_no));
                 notification.gmt_payment = Some(ali::format_timestamp(now));
-                notification.passback_params = Some(paid.payment_id.to_string());
                 Message::Alipay(Box::new(notification))
             }
         };
@@ -361,20 +385,17 @@ impl Notifier {
                 })),
             },
             Self::Alipay(alipay) => {
-                let mut notification = TradeNotification::new(
+                let mut notification = alipay.trade(
                     &id,
-                    &ali::format_timestamp(now),
-                    &alipay.app_id,
+                    now,
+                    paid,
                     &refund.platform_payment_id,
-                    &refund.order_no,
-                );
-                let total = Some(Yuan::from_fen(refund.amount_cents)?);
+                    TradeStatus::TradeClosed,
+                    refund.amount_cents,
+                )?;
                 notification.out_biz_no = Some(refund.refund_no.clone());
-                notification.trade_status = Some(TradeStatus::TradeClosed);
-                notification.total_amount = total;
-                notification.refund_fee = total;
+                notification.refund_fee = notification.total_amount;
                 notification.gmt_refund = Some(ali::format_timestamp(now));
-                notification.passback_params = Some(paid.payment_id.to_string());
                 Message::Alipay(Box::new(notification))
             }
         };
