@@ -109,7 +109,9 @@ struct Args {
     /// (PLATFORM=remote, posting no callbacks), which outlives its restarts as
     /// a real platform does; the in-process sandbox forgets every payment when
     /// the backend restarts, and refuses their refunds. Give a --backend-url
-    /// target such a platform yourself.
+    /// target such a platform yourself. With --platform wechatpay|alipay the
+    /// refund results come in that platform's format (WeChat Pay
+    /// REFUND.SUCCESS, Alipay's refund notification) and are acknowledged by its rule.
     #[arg(long, conflicts_with = "drop_callbacks")]
     refunds: bool,
     /// Whose notification format the callbacks come in: `standard` (the
