@@ -462,7 +462,7 @@ pub struct Anomaly {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformInfo {
-    /// `sandbox` (the in-process simulator: no money moves), `remote` or `wechatpay`.
+    /// `sandbox` (the in-process simulator: no money moves), `remote`, `wechatpay` or `alipay`.
     pub platform: String,
     /// True for the sandbox, so a page can mark itself as one.
     pub sandbox: bool,

@@ -25,6 +25,8 @@ pub enum PlatformKind {
     Remote,
     /// WeChat Pay API v3 (Native payments), at `WECHATPAY_API_URL`.
     Wechatpay,
+    /// Alipay open platform (face-to-face QR payments), at `ALIPAY_GATEWAY_URL`.
+    Alipay,
 }
 
 impl PlatformKind {
@@ -34,12 +36,13 @@ impl PlatformKind {
             Self::Sandbox => "sandbox",
             Self::Remote => "remote",
             Self::Wechatpay => "wechatpay",
+            Self::Alipay => "alipay",
         }
     }
 
     /// Whether the shopper pays by scanning the platform's QR code.
     pub const fn pays_by_qr_code(self) -> bool {
-        matches!(self, Self::Wechatpay)
+        matches!(self, Self::Wechatpay | Self::Alipay)
     }
 }
 
@@ -93,8 +96,8 @@ pub struct Config {
     pub order_ttl_secs: u64,
 
     /// The payment platform: `sandbox` (in-process simulator, no money moves),
-    /// `remote` (our protocol at PLATFORM_URL) or `wechatpay` (WeChat Pay API v3,
-    /// WECHATPAY_*). Required.
+    /// `remote` (our protocol at PLATFORM_URL), `wechatpay` (WeChat Pay API v3,
+    /// WECHATPAY_*) or `alipay` (Alipay open platform, ALIPAY_*). Required.
     #[arg(long, env = env::PLATFORM, value_enum)]
     pub platform: Option<PlatformKind>,
 
@@ -145,6 +148,10 @@ pub struct Config {
     /// WeChat Pay API v3 settings (PLATFORM=wechatpay).
     #[command(flatten)]
     pub wechatpay: WechatPayConfig,
+
+    /// Alipay open platform settings (PLATFORM=alipay).
+    #[command(flatten)]
+    pub alipay: AlipayConfig,
 
     /// Directory of the built payment page (`trunk build --release` writes `dist/`).
     #[arg(long, env = env::STATIC_DIR)]
@@ -234,6 +241,7 @@ impl Default for Config {
             session_idle_secs: 43_200,
             limits: crate::limits::LimitsConfig::default(),
             wechatpay: WechatPayConfig::default(),
+            alipay: AlipayConfig::default(),
             static_dir: None,
             demo: false,
             sandbox_callback_delay_ms: 500,
@@ -264,12 +272,14 @@ pub enum PlatformChoice {
     },
     /// WeChat Pay API v3, its keys loaded.
     Wechatpay(Box<WechatPaySettings>),
+    /// The Alipay open platform, its keys loaded.
+    Alipay(Box<AlipaySettings>),
 }
 
 impl PlatformChoice {
     /// True when no real money can move: the in-process sandbox, or a
     /// platform API on this machine's loopback (platform-sim standing in for
-    /// WeChat Pay or for a remote platform). Only then are demo shoppers with
+    /// WeChat Pay, Alipay or a remote platform). Only then are demo shoppers with
     /// public passwords made.
     pub fn is_simulated(&self) -> bool {
         let loopback = |url: &str| {
@@ -282,6 +292,7 @@ impl PlatformChoice {
             Self::Sandbox { .. } => true,
             Self::Remote { url } => loopback(url),
             Self::Wechatpay(settings) => loopback(&settings.api_url),
+            Self::Alipay(settings) => loopback(&settings.gateway_url),
         }
     }
 
@@ -291,6 +302,7 @@ impl PlatformChoice {
             Self::Sandbox { .. } => PlatformKind::Sandbox,
             Self::Remote { .. } => PlatformKind::Remote,
             Self::Wechatpay(_) => PlatformKind::Wechatpay,
+            Self::Alipay(_) => PlatformKind::Alipay,
         }
     }
 }
@@ -359,6 +371,9 @@ pub enum ConfigError {
     /// A WeChat Pay setting is missing or its key file is unusable.
     #[error("PLATFORM=wechatpay: {0}")]
     Wechatpay(String),
+    /// An Alipay setting is missing or its key file is unusable.
+    #[error("PLATFORM=alipay: {0}")]
+    Alipay(String),
     /// `NOTIFY_BASE_URL` is not a bare `scheme://host[:port]`.
     #[error(
         "NOTIFY_BASE_URL must be an origin such as https://pay.example.com (no path), got {0:?}"
@@ -424,6 +439,9 @@ impl Config {
             PlatformKind::Wechatpay => PlatformChoice::Wechatpay(Box::new(
                 self.wechatpay.load().map_err(ConfigError::Wechatpay)?,
             )),
+            PlatformKind::Alipay => {
+                PlatformChoice::Alipay(Box::new(self.alipay.load().map_err(ConfigError::Alipay)?))
+            }
         };
         let secret_generated = given.is_none();
         Ok(Settled {
@@ -585,6 +603,107 @@ impl WechatPayConfig {
                 public_key: platform_key,
             },
             apiv3_key,
+        })
+    }
+}
+
+/// The Alipay open platform: the application, where its keys are, and where
+/// the gateway is. Read only with PLATFORM=alipay; `.env.example` says where
+/// each value comes from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AlipayConfig {
+    /// The gateway URL (platform-sim's `http://HOST:PORT/gateway.do` to run against it).
+    #[arg(long, env = env::ALIPAY_GATEWAY_URL, default_value = ALIPAY_GATEWAY_URL_DEFAULT)]
+    pub alipay_gateway_url: String,
+    /// The application id (`app_id`) of the merchant's Alipay application.
+    #[arg(long, env = env::ALIPAY_APP_ID)]
+    pub alipay_app_id: Option<String>,
+    /// PEM file of the application's private key (应用私钥): signs every request.
+    #[arg(long, env = env::ALIPAY_APP_PRIVATE_KEY_FILE)]
+    pub alipay_app_private_key_file: Option<PathBuf>,
+    /// PEM file of the Alipay public key (支付宝公钥): verifies every answer and notification.
+    #[arg(long, env = env::ALIPAY_PUBLIC_KEY_FILE)]
+    pub alipay_public_key_file: Option<PathBuf>,
+}
+
+/// The real Alipay gateway.
+pub const ALIPAY_GATEWAY_URL_DEFAULT: &str = "https://openapi.alipay.com/gateway.do";
+
+/// Alipay settings with their keys loaded.
+#[derive(Clone)]
+pub struct AlipaySettings {
+    /// The gateway URL, as given (without a trailing `/`).
+    pub gateway_url: String,
+    /// The application id: requests carry it, answers and notifications must.
+    pub app_id: String,
+    /// Signs our requests (RSA2).
+    pub app_private_key: platform_protocols::keys::PrivateKey,
+    /// Verifies Alipay's answers and notifications.
+    pub alipay_public_key: platform_protocols::keys::PublicKey,
+}
+
+impl std::fmt::Debug for AlipaySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the keys: the public one by its fingerprint only.
+        f.debug_struct("AlipaySettings")
+            .field("gateway_url", &self.gateway_url)
+            .field("app_id", &self.app_id)
+            .field("alipay_public_key", &self.alipay_public_key.fingerprint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AlipayConfig {
+    /// Checks every setting and loads the keys; the error names the variable to fix.
+    pub fn load(&self) -> Result<AlipaySettings, String> {
+        use platform_protocols::keys::{PrivateKey, PublicKey};
+        let app_id = self
+            .alipay_app_id
+            .as_deref()
+            .ok_or_else(|| format!("{} is not set", env::ALIPAY_APP_ID))?
+            .trim()
+            .to_owned();
+        if app_id.is_empty() {
+            return Err(format!("{} is empty", env::ALIPAY_APP_ID));
+        }
+        let key_file = self
+            .alipay_app_private_key_file
+            .as_ref()
+            .ok_or_else(|| format!("{} is not set", env::ALIPAY_APP_PRIVATE_KEY_FILE))?;
+        let app_private_key = PrivateKey::from_pem_file(key_file).map_err(|err| {
+            format!(
+                "{} ({}): {err}",
+                env::ALIPAY_APP_PRIVATE_KEY_FILE,
+                key_file.display()
+            )
+        })?;
+        let public_file = self
+            .alipay_public_key_file
+            .as_ref()
+            .ok_or_else(|| format!("{} is not set", env::ALIPAY_PUBLIC_KEY_FILE))?;
+        let alipay_public_key = PublicKey::from_pem_file(public_file).map_err(|err| {
+            format!(
+                "{} ({}): {err}",
+                env::ALIPAY_PUBLIC_KEY_FILE,
+                public_file.display()
+            )
+        })?;
+        let gateway_url = self
+            .alipay_gateway_url
+            .trim()
+            .trim_end_matches('/')
+            .to_owned();
+        if !(gateway_url.starts_with("https://") || gateway_url.starts_with("http://")) {
+            return Err(format!(
+                "{} must be an http(s) URL, not {gateway_url:?}",
+                env::ALIPAY_GATEWAY_URL
+            ));
+        }
+        Ok(AlipaySettings {
+            gateway_url,
+            app_id,
+            app_private_key,
+            alipay_public_key,
         })
     }
 }

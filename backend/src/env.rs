@@ -20,7 +20,7 @@ pub const BIND_ADDR: &str = "BIND_ADDR";
 pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
 pub const TOKEN_TTL_SECS: &str = "TOKEN_TTL_SECS";
-/// `sandbox`, `remote` or `wechatpay`: required.
+/// `sandbox`, `remote`, `wechatpay` or `alipay`: required.
 pub const PLATFORM: &str = "PLATFORM";
 /// Base URL of a remote platform.
 pub const PLATFORM_URL: &str = "PLATFORM_URL";
@@ -40,6 +40,14 @@ pub const WECHATPAY_PLATFORM_PUBLIC_KEY_FILE: &str = "WECHATPAY_PLATFORM_PUBLIC_
 pub const WECHATPAY_PLATFORM_SERIAL: &str = "WECHATPAY_PLATFORM_SERIAL";
 /// File holding the WeChat Pay APIv3 key.
 pub const WECHATPAY_APIV3_KEY_FILE: &str = "WECHATPAY_APIV3_KEY_FILE";
+/// The Alipay gateway URL.
+pub const ALIPAY_GATEWAY_URL: &str = "ALIPAY_GATEWAY_URL";
+/// The Alipay application id.
+pub const ALIPAY_APP_ID: &str = "ALIPAY_APP_ID";
+/// PEM file of the Alipay application's private key.
+pub const ALIPAY_APP_PRIVATE_KEY_FILE: &str = "ALIPAY_APP_PRIVATE_KEY_FILE";
+/// PEM file of the Alipay public key.
+pub const ALIPAY_PUBLIC_KEY_FILE: &str = "ALIPAY_PUBLIC_KEY_FILE";
 /// `whsec_<base64>` callback secret.
 pub const WEBHOOK_SECRET: &str = "WEBHOOK_SECRET";
 /// Bearer token of the admin API.
@@ -107,6 +115,10 @@ pub const ALL: &[&str] = &[
     WECHATPAY_PLATFORM_PUBLIC_KEY_FILE,
     WECHATPAY_PLATFORM_SERIAL,
     WECHATPAY_APIV3_KEY_FILE,
+    ALIPAY_GATEWAY_URL,
+    ALIPAY_APP_ID,
+    ALIPAY_APP_PRIVATE_KEY_FILE,
+    ALIPAY_PUBLIC_KEY_FILE,
     WEBHOOK_SECRET,
     ADMIN_TOKEN,
     MERCHANT_API_KEY,

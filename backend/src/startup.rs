@@ -113,6 +113,12 @@ impl Application {
                     platform_serial = %settings.platform.serial, "payments go to WeChat Pay (API v3)");
                 Platform::wechatpay(settings.as_ref().clone(), notify_base)?
             }
+            PlatformChoice::Alipay(settings) => {
+                tracing::info!(gateway = %settings.gateway_url, app_id = %settings.app_id,
+                    alipay_public_key = %settings.alipay_public_key.fingerprint(),
+                    "payments go to Alipay (open platform)");
+                Platform::alipay(settings.as_ref().clone(), notify_base)?
+            }
             PlatformChoice::Sandbox {
                 callback_delay,
                 drop_callbacks,

@@ -10,19 +10,22 @@
 //!   a real one). "Submitted" means the platform accepted the payment; it owns the retries.
 //! - `PLATFORM=wechatpay`: WeChat Pay API v3 ([`wechatpay`]); notifications
 //!   come to `/api/payments/callback/wechatpay`.
+//! - `PLATFORM=alipay`: the Alipay open platform gateway ([`alipay`]);
+//!   notifications come to `/api/payments/callback/alipay`.
 //! - `PLATFORM=sandbox` (builds with the `sandbox` feature): the same simulator
 //!   runs in this process. It dies with the process, so at start every attempt of
 //!   a still-PENDING order is marked unsubmitted again
 //!   ([`Platform::forget_in_process_hand_overs`]) and the dispatcher hands it to
 //!   the new simulator.
 
+pub mod alipay;
 pub mod dispatcher;
 #[cfg(feature = "sandbox")]
 mod sandbox;
 mod standard;
 pub mod wechatpay;
 
-use crate::config::{PlatformKind, WechatPaySettings};
+use crate::config::{AlipaySettings, PlatformKind, WechatPaySettings};
 use crate::db::attempts::AttemptRow;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 #[cfg(feature = "sandbox")]
@@ -52,13 +55,14 @@ enum Connector {
     Sandbox(sandbox::Sandbox),
     Standard(standard::Standard),
     Wechatpay(wechatpay::WechatPay),
+    Alipay(alipay::Alipay),
 }
 
 /// What a hand-over left with us: the platform's payment id when it gives one
 /// at once, and the code the shopper scans when the platform pays by QR code.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandedOver {
-    /// The platform's id for the payment (WeChat Pay gives none before it is paid).
+    /// The platform's id for the payment (WeChat Pay and Alipay give none before it is paid).
     pub platform_payment_id: Option<String>,
     /// The payment link the page shows as a QR code (`code_url`, `qr_code`).
     pub qr_code: Option<String>,
@@ -127,6 +131,14 @@ impl Platform {
         ))
     }
 
+    /// The Alipay open platform with `settings`.
+    pub fn alipay(settings: AlipaySettings, notify_base: String) -> anyhow::Result<Self> {
+        Ok(Self::with(
+            Connector::Alipay(alipay::Alipay::new(Arc::new(settings))?),
+            notify_base,
+        ))
+    }
+
     fn with(connector: Connector, notify_base: String) -> Self {
         Self {
             connector,
@@ -142,6 +154,7 @@ impl Platform {
             Connector::Sandbox(_) => PlatformKind::Sandbox,
             Connector::Standard(_) => PlatformKind::Remote,
             Connector::Wechatpay(_) => PlatformKind::Wechatpay,
+            Connector::Alipay(_) => PlatformKind::Alipay,
         }
     }
 
@@ -149,6 +162,7 @@ impl Platform {
     pub fn notify_url(&self) -> String {
         let path = match self.connector {
             Connector::Wechatpay(_) => wechatpay::NOTIFY_PATH,
+            Connector::Alipay(_) => alipay::NOTIFY_PATH,
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(_) => STANDARD_NOTIFY_PATH,
             Connector::Standard(_) => STANDARD_NOTIFY_PATH,
@@ -164,6 +178,14 @@ impl Platform {
         }
     }
 
+    /// The Alipay settings, when this is Alipay (its notification route checks with them).
+    pub fn alipay_settings(&self) -> Option<&Arc<AlipaySettings>> {
+        match &self.connector {
+            Connector::Alipay(alipay) => Some(alipay.settings()),
+            _ => None,
+        }
+    }
+
     /// After a restart the in-process simulator has lost every payment it held:
     /// hand the attempts of still-PENDING orders over again. A remote platform
     /// keeps its own, so nothing is reset for it. Returns how many were reset.
@@ -173,7 +195,7 @@ impl Platform {
             Connector::Sandbox(_) => {
                 crate::db::attempts::reset_submitted_of_pending_orders(db).await
             }
-            Connector::Standard(_) | Connector::Wechatpay(_) => {
+            Connector::Standard(_) | Connector::Wechatpay(_) | Connector::Alipay(_) => {
                 let _ = db;
                 Ok(0)
             }
@@ -202,6 +224,9 @@ impl Platform {
             Connector::Wechatpay(wechatpay) => {
                 return wechatpay.hand_over(attempt, &request.notify_url).await;
             }
+            Connector::Alipay(alipay) => {
+                return alipay.hand_over(attempt, &request.notify_url).await;
+            }
         };
         Ok(HandedOver {
             platform_payment_id: Some(id).filter(|id| !id.is_empty()),
@@ -216,6 +241,7 @@ impl Platform {
             Connector::Sandbox(sandbox) => sandbox.query(payment).await,
             Connector::Standard(standard) => standard.query(payment).await,
             Connector::Wechatpay(wechatpay) => wechatpay.query(payment).await,
+            Connector::Alipay(alipay) => alipay.query(payment).await,
         }
     }
 
@@ -226,6 +252,7 @@ impl Platform {
             Connector::Sandbox(sandbox) => sandbox.close(payment).await,
             Connector::Standard(standard) => standard.close(payment).await,
             Connector::Wechatpay(wechatpay) => wechatpay.close(payment).await,
+            Connector::Alipay(alipay) => alipay.close(payment).await,
         }
     }
 
@@ -249,6 +276,8 @@ impl Platform {
             Connector::Sandbox(sandbox) => sandbox.refund(request).await,
             Connector::Standard(standard) => standard.refund(&request).await,
             Connector::Wechatpay(wechatpay) => wechatpay.refund(refund, &request.notify_url).await,
+            // Alipay notifies a refund at the trade's notify_url (the precreate's).
+            Connector::Alipay(alipay) => alipay.refund(refund).await,
         }
     }
 
@@ -262,6 +291,7 @@ impl Platform {
             Connector::Sandbox(sandbox) => sandbox.query_refund(refund.refund_no).await,
             Connector::Standard(standard) => standard.query_refund(refund.refund_no).await,
             Connector::Wechatpay(wechatpay) => wechatpay.query_refund(refund).await,
+            Connector::Alipay(alipay) => alipay.query_refund(refund).await,
         }
     }
 }

@@ -19,7 +19,7 @@ pub fn currency_for(platform: crate::config::PlatformKind) -> Currency {
     use crate::config::PlatformKind;
     match platform {
         PlatformKind::Sandbox | PlatformKind::Remote => DEMO_CURRENCY,
-        PlatformKind::Wechatpay => Currency::CNY,
+        PlatformKind::Wechatpay | PlatformKind::Alipay => Currency::CNY,
     }
 }
 

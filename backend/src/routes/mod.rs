@@ -1,6 +1,7 @@
 //! HTTP routes, one file per resource.
 
 pub mod admin;
+pub mod alipay_notify;
 pub mod callbacks;
 pub mod demo;
 pub mod health;
@@ -74,6 +75,7 @@ pub fn api(
         .routes(routes!(products::list))
         .routes(routes!(callbacks::receive))
         .routes(routes!(wechatpay_notify::receive))
+        .routes(routes!(alipay_notify::receive))
         .routes(routes!(platform::platform))
         .routes(routes!(crate::openapi::document))
         .fallback(|| async { ApiError::NotFound })

@@ -294,14 +294,7 @@ async fn a_refund_failure_reported_before_its_success_frees_nothing_and_the_succ
         app.order(&order.order_no).await.status,
         OrderStatus::Refunded
     );
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     let outcomes = app.delivery_outcomes(&order.order_no).await;
     assert!(
         outcomes.contains(&"REFUND_FAILURE_TO_CONFIRM".to_owned()),
@@ -349,14 +342,7 @@ async fn a_refund_s_success_arriving_before_the_hand_over_s_answer_is_booked_onc
     // Past the dispatcher's wait for unanswered hand-overs: nothing is handed over or credited again.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(app.balance(&account).await, 8_500, "credited once");
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     let at_platform = simulator
         .refund_by_reference(&refunds[0].refund_no)
         .await

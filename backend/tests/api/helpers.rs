@@ -644,6 +644,19 @@ impl TestApp {
         .expect("deliveries")
     }
 
+    /// Ledger rows of `kind` (`CHARGE`, `REFUND`), of one order or of all.
+    pub async fn ledger_rows(&self, order_no: Option<&str>, kind: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM payment_ledger
+             WHERE kind = $2 AND ($1::text IS NULL OR order_no = $1)",
+        )
+        .bind(order_no)
+        .bind(kind)
+        .fetch_one(&self.db)
+        .await
+        .expect("ledger rows")
+    }
+
     /// Panics with every violation if an invariant is broken.
     pub async fn assert_invariants(&self) -> invariants::Report {
         match invariants::check(&self.db).await.expect("invariants query") {

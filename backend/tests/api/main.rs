@@ -2,6 +2,7 @@
 //! against real PostgreSQL (a fresh database per test) and real Redis.
 
 mod admin;
+mod alipay;
 mod attempts;
 mod auto_refunds;
 mod browser_defences;

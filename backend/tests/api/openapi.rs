@@ -50,6 +50,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/admin/anomalies"),
         ("post", "/api/payments/callback"),
         ("post", "/api/payments/callback/wechatpay"),
+        ("post", "/api/payments/callback/alipay"),
         ("get", "/api/platform"),
         ("get", "/api/openapi.json"),
     ];

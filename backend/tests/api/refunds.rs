@@ -133,14 +133,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
         (refunded.status, refunded.refunded_cents),
         (OrderStatus::Refunded, 2_500)
     );
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        2
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 2);
     // Nothing is left to refund.
     let more = post_refund(
         &app,
@@ -292,14 +285,7 @@ async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_cre
     let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
     assert_eq!(refunds.len(), 1, "one refund");
     assert_eq!(app.balance(&account).await, 10_000, "credited once");
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     app.assert_invariants().await;
 }
 
@@ -405,14 +391,7 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
     assert_eq!(app.balance(&account).await, 8_500, "credited once");
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     assert!(
         count(
             &app,
@@ -536,14 +515,7 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
         .await;
     assert_eq!(answer.status(), StatusCode::OK);
     assert_eq!(app.balance(&account).await, 10_000, "credited once");
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM payment_ledger WHERE kind = 'REFUND'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     assert_eq!(count(&app, "SELECT count(*) FROM anomalies").await, 0);
     app.assert_invariants().await;
 }

@@ -182,7 +182,7 @@ async fn the_platform_endpoint_says_remote_when_payments_go_over_http() {
 
     assert_eq!(
         body,
-        serde_json::json!({"platform": "remote", "sandbox": false, "demo_shoppers": []})
+        serde_json::json!({"platform": "remote", "sandbox": false, "pays_by_qr_code": false, "demo_shoppers": []})
     );
 }
 

@@ -264,13 +264,7 @@ async fn post_success(app: &TestApp, id: &str, content: &Transaction) -> reqwest
 }
 
 async fn charges(app: &TestApp, order_no: &str) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
-    )
-    .bind(order_no)
-    .fetch_one(&app.db)
-    .await
-    .expect("count")
+    app.ledger_rows(Some(order_no), "CHARGE").await
 }
 
 #[tokio::test]
@@ -604,14 +598,7 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         assert_eq!(status, StatusCode::NO_CONTENT);
     }
     assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
-    let refund_rows: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'REFUND'",
-    )
-    .bind(&order.order_no)
-    .fetch_one(&app.db)
-    .await
-    .expect("count");
-    assert_eq!(refund_rows, 1);
+    assert_eq!(app.ledger_rows(Some(&order.order_no), "REFUND").await, 1);
     app.assert_invariants().await;
 }
 
