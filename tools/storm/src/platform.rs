@@ -547,19 +547,18 @@ impl KeySet {
                     file(keys::WECHATPAY_APIV3_KEY_FILE),
                 ),
             ],
-            // The names the backend's Alipay connector reads (branch backend-alipay).
             PlatformKind::Alipay => vec![
                 (
-                    "ALIPAY_GATEWAY_URL",
+                    backend::env::ALIPAY_GATEWAY_URL,
                     format!("{sim_url}{}", platform_sim::alipay::GATEWAY_PATH),
                 ),
-                ("ALIPAY_APP_ID", ALIPAY_APP_ID.to_owned()),
+                (backend::env::ALIPAY_APP_ID, ALIPAY_APP_ID.to_owned()),
                 (
-                    "ALIPAY_APP_PRIVATE_KEY_FILE",
+                    backend::env::ALIPAY_APP_PRIVATE_KEY_FILE,
                     file(keys::MERCHANT_PRIVATE_KEY_FILE),
                 ),
                 (
-                    "ALIPAY_PUBLIC_KEY_FILE",
+                    backend::env::ALIPAY_PUBLIC_KEY_FILE,
                     file(keys::PLATFORM_PUBLIC_KEY_FILE),
                 ),
             ],
