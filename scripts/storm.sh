@@ -6,6 +6,7 @@
 #   bash scripts/storm.sh                      # the incident exactly (~2 minutes)
 #   bash scripts/storm.sh --time-scale 0.01    # the same, a hundred times faster
 #   bash scripts/storm.sh --orders 20 --concurrency 50
+#   bash scripts/storm.sh --platform wechatpay --time-scale 0.1   # in WeChat Pay's format (or alipay)
 #   bash scripts/storm.sh --help               # every option
 set -euo pipefail
 cd "$(dirname "$0")/.."

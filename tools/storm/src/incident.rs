@@ -11,9 +11,9 @@
 //! more) for any set of callbacks: the refund incident (`crate::refunds`) sends
 //! its refund results through it too.
 
-use crate::platform::{Answer, Callback, Sender};
+use crate::platform::{Answer, Callback, Notifier, Sender};
 use crate::processes::BackendProcess;
-use crate::shop::{PaidOrder, Shopper};
+use crate::shop::{PaidOrder, PaymentIds, Shopper};
 use backend::invariants::{self, Report as InvariantReport, Violations};
 use futures::future::join_all;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -69,8 +69,11 @@ impl Default for Incident {
 pub struct Target {
     /// Its base URL.
     pub url: String,
-    /// The Standard Webhooks secret it verifies with.
-    pub webhook_secret: String,
+    /// The platform whose notifications it takes, with the keys it verifies
+    /// them with (the Standard Webhooks secret, or a real platform's keys).
+    pub notifier: Notifier,
+    /// Where the run learns the platform's id for each payment.
+    pub payment_ids: PaymentIds,
     /// Its admin bearer token (to create the shopper).
     pub admin_token: String,
     /// Its merchant API key (to place the orders).
@@ -104,9 +107,14 @@ impl Phase {
         self.answers.values().sum()
     }
 
-    /// Deliveries answered 200.
+    /// Deliveries acknowledged by the platform's rule (200; WeChat Pay 200
+    /// or 204; Alipay 200 `success`).
     pub fn ok(&self) -> usize {
-        self.answers.get(&Answer::Status(200)).copied().unwrap_or(0)
+        self.answers
+            .iter()
+            .filter(|(answer, _)| answer.is_success())
+            .map(|(_, count)| count)
+            .sum()
     }
 }
 
@@ -265,12 +273,12 @@ impl StormReport {
     }
 }
 
-/// Every delivery of `phases` not answered 200, counted per phase and answer.
+/// Every delivery of `phases` not acknowledged, counted per phase and answer.
 pub(crate) fn phase_violations(phases: &[Phase]) -> Vec<String> {
     let mut found = Vec::new();
     for phase in phases {
         for (answer, count) in &phase.answers {
-            if *answer != Answer::Status(200) {
+            if !answer.is_success() {
                 found.push(format!(
                     "{}: {count} deliveries answered {answer}",
                     phase.name
@@ -291,11 +299,12 @@ pub(crate) fn invariant_violations(
     }
 }
 
-/// The answers per phase: sent, answered 200, anything else.
+/// The answers per phase: sent, acknowledged (200 for the checkout's own
+/// callbacks), anything else.
 pub(crate) fn phase_table(phases: &[Phase]) -> String {
     let mut out = format!(
         "{:<40} {:>6} {:>6} {:>8}\n",
-        "phase", "sent", "200", "other"
+        "phase", "sent", "acked", "other"
     );
     for phase in phases {
         out.push_str(&format!(
@@ -353,13 +362,16 @@ pub async fn run(
     show_progress: bool,
 ) -> anyhow::Result<IncidentRun> {
     let total = incident.amount_cents * incident.orders as i64;
-    let shopper = crate::shop::open_shopper(&target.url, &target.admin_token, total * 2).await?;
+    let currency = target.notifier.kind().currency();
+    let shopper =
+        crate::shop::open_shopper(&target.url, &target.admin_token, total * 2, currency).await?;
     let order_nos = crate::shop::place_orders(
         &target.url,
         &target.merchant_key,
         &shopper,
         incident.orders,
         incident.amount_cents,
+        currency,
     )
     .await?;
     let paid = crate::shop::pay_orders(
@@ -368,16 +380,17 @@ pub async fn run(
         &target.db,
         &order_nos,
         HAND_OVER_WITHIN,
+        &target.payment_ids,
     )
     .await?;
-    let mut callbacks = Vec::with_capacity(incident.orders);
-    for order in &paid {
-        callbacks.push(Callback::success(
-            order,
-            incident.amount_cents,
-            "EUR".parse()?,
-        ));
-    }
+    let callbacks = paid
+        .iter()
+        .map(|order| {
+            target
+                .notifier
+                .success(order, incident.amount_cents, currency)
+        })
+        .collect::<anyhow::Result<Vec<Callback>>>()?;
 
     let query_wait = match incident.arrival {
         Arrival::OnTime => None,
@@ -454,7 +467,8 @@ pub(crate) async fn deducted(db: &PgPool, shopper: &Shopper) -> anyhow::Result<i
 /// The platform's side of the incident, for any callbacks: each one
 /// `incident.concurrency` times at once, then once per retry after each of
 /// `incident.retries` (scaled by `incident.time_scale`), then `restart`, then
-/// once more. Every delivery is re-signed, with the same id and body. The
+/// once more. Every delivery is signed afresh in the target's platform's
+/// format, with the same id and content. The
 /// phases name what each callback is about, `subject` ("order", "refund"),
 /// and are marked late for [`Arrival::Late`].
 pub async fn deliver_storm(
@@ -472,7 +486,11 @@ pub async fn deliver_storm(
     };
     let deliveries = callbacks.len() * (incident.concurrency + incident.retries.len() + 1);
     let bar = progress(deliveries as u64, show_progress);
-    let mut sender = Sender::new(&target.url, &target.webhook_secret)?;
+    let mut sender = Sender::for_platform(
+        &target.url,
+        target.notifier.clone(),
+        Duration::from_secs(30),
+    )?;
     let mut phases = Vec::new();
 
     bar.set_message(format!(
@@ -536,7 +554,7 @@ pub async fn deliver_storm(
         }
         Restart::Managed(backend) => {
             backend.restart().await?;
-            sender = Sender::new(&backend.url(), &target.webhook_secret)?;
+            sender = sender.to(&backend.url());
             true
         }
     };

@@ -7,7 +7,9 @@
 //! merchant refunds each order, and its refund result arrives the same way.
 //!
 //! - [`platform`]: signs and sends callbacks the way a payment platform does,
-//!   and serves a platform outside the backend that posts none;
+//!   in its own format (the checkout's Standard Webhooks, WeChat Pay API v3,
+//!   Alipay: `storm --platform`), and serves a platform outside the backend
+//!   that posts none;
 //! - [`incident`]: the scenario and its report;
 //! - [`refunds`]: the refund incident and its report;
 //! - [`shop`]: a signed-in shopper, merchant-placed orders, paying them, and the merchant refunding them;

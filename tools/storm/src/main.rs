@@ -12,17 +12,31 @@
 //! Its started backend hands over to a platform-sim that storm serves and that
 //! posts no callbacks, since the in-process sandbox would forget the payments
 //! at the first restart and refuse their refunds.
+//! `--platform wechatpay|alipay` replays the incident in a real platform's
+//! notification format: storm writes a key set into a temp dir, serves a
+//! platform-sim speaking that platform (posting no callbacks, outliving the
+//! restarts), starts the backend with `PLATFORM=wechatpay|alipay` against it,
+//! runs the shop in CNY, reads each transaction id from platform-sim's book
+//! (WeChat Pay and Alipay give it only with the result) and sends WeChat Pay
+//! API v3 notifications (encrypted, signed with the platform key; acknowledged
+//! by 200 or 204) or Alipay form notifications (RSA2; acknowledged only by a
+//! 200 whose body is `success`). `--drop-callbacks` works with them too (the
+//! backend's active query asks platform-sim in the platform's own API), and so
+//! does `--refunds` (the refunds go through the platform's refund API, their
+//! results come as WeChat Pay `REFUND.SUCCESS` or Alipay refund notifications).
+//! `--platform` other than standard needs a backend storm starts itself.
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use platform_sim::Schedule;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use storm::incident::{self, Arrival, Incident, Restart, Target};
-use storm::platform::OutsidePlatform;
+use storm::platform::{KeySet, Notifier, OutsidePlatform, PlatformKind};
 use storm::processes::{self, BackendProcess};
+use storm::shop::PaymentIds;
 
 /// Replays the incident: the shopper pays N orders, then per order identical
 /// callbacks at once, retries, a restart, one more retry. With --refunds, then
@@ -77,7 +91,8 @@ struct Args {
     /// The incident where no callback arrives: storm pays the orders, sends
     /// nothing and waits until the backend's active query has settled every
     /// order; then it delivers the same callbacks late (burst, retries, restart,
-    /// one more), which must all be answered 200 and change nothing. A started
+    /// one more), which must all be acknowledged (200, or the --platform's
+    /// rule) and change nothing. A started
     /// backend runs with SANDBOX_DROP_CALLBACKS=true and QUERY_AFTER_SECS = 60 ×
     /// --time-scale (at least 1); give a --backend-url target those settings yourself.
     #[arg(long)]
@@ -94,9 +109,25 @@ struct Args {
     /// (PLATFORM=remote, posting no callbacks), which outlives its restarts as
     /// a real platform does; the in-process sandbox forgets every payment when
     /// the backend restarts, and refuses their refunds. Give a --backend-url
-    /// target such a platform yourself.
+    /// target such a platform yourself. With --platform wechatpay|alipay the
+    /// refund results come in that platform's format (WeChat Pay
+    /// REFUND.SUCCESS, Alipay's refund notification) and are acknowledged by its rule.
     #[arg(long, conflicts_with = "drop_callbacks")]
     refunds: bool,
+    /// Whose notification format the callbacks come in: `standard` (the
+    /// checkout's own Standard Webhooks at /api/payments/callback),
+    /// `wechatpay` (WeChat Pay API v3 at /api/payments/callback/wechatpay:
+    /// AES-256-GCM resource, platform-key signature in Wechatpay-* headers,
+    /// same notification id for every copy; acknowledged by 200 or 204) or
+    /// `alipay` (form parameters signed RSA2 at /api/payments/callback/alipay,
+    /// same notify_id; acknowledged only by 200 with the body `success`). With
+    /// wechatpay or alipay storm starts the backend (PLATFORM=wechatpay|alipay)
+    /// against a platform-sim it serves with a fresh key set, and the orders
+    /// are in CNY. Works with --drop-callbacks (the active query asks
+    /// platform-sim in the platform's API) and --refunds (refund results as
+    /// WeChat Pay REFUND.SUCCESS or Alipay refund notifications); not with --backend-url.
+    #[arg(long, value_enum, default_value_t = PlatformKind::Standard)]
+    platform: PlatformKind,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -111,6 +142,23 @@ fn random_secret() -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
+    if args.platform != PlatformKind::Standard {
+        let refuse = |what: &str| {
+            Args::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("--platform {} {what}", args.platform.as_str()),
+                )
+                .exit()
+        };
+        if args.backend_url.is_some() {
+            refuse(
+                "needs a backend storm starts itself: it serves the platform (platform-sim with \
+                 a fresh key set) and reads the transaction ids from its book; \
+                 --backend-url is for --platform standard",
+            );
+        }
+    }
     let query = QuerySettings::scaled(args.time_scale);
     let incident = Incident {
         orders: args.orders,
@@ -129,13 +177,17 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     let mut managed = None;
     let mut platform = None;
+    let mut key_set = None;
     let target = match &args.backend_url {
         Some(url) => Target {
             url: url.clone(),
-            webhook_secret: args
-                .webhook_secret
-                .clone()
-                .context("--webhook-secret is needed with --backend-url")?,
+            notifier: Notifier::standard(
+                &args
+                    .webhook_secret
+                    .clone()
+                    .context("--webhook-secret is needed with --backend-url")?,
+            )?,
+            payment_ids: PaymentIds::Recorded,
             admin_token: args
                 .admin_token
                 .clone()
@@ -193,8 +245,21 @@ async fn main() -> anyhow::Result<ExitCode> {
                 ),
             ];
             // Storm delivers the callbacks itself: the platform only decides.
-            if args.refunds {
-                let outside = OutsidePlatform::start(&secret).await?;
+            if args.platform != PlatformKind::Standard {
+                let keys = KeySet::generate()?;
+                let outside = OutsidePlatform::start(&secret, args.platform, Some(&keys)).await?;
+                println!(
+                    "platform-sim speaking {} at {} (posts no callbacks; keys in {})",
+                    args.platform.as_str(),
+                    outside.url(),
+                    keys.dir().display()
+                );
+                env.push((backend::env::PLATFORM.into(), args.platform.as_str().into()));
+                env.extend(keys.backend_env(args.platform, outside.url()));
+                platform = Some(outside);
+                key_set = Some(keys);
+            } else if args.refunds {
+                let outside = OutsidePlatform::start(&secret, PlatformKind::Standard, None).await?;
                 println!("platform-sim at {} (posts no callbacks)", outside.url());
                 env.push((backend::env::PLATFORM.into(), "remote".into()));
                 env.push((backend::env::PLATFORM_URL.into(), outside.url().into()));
@@ -207,9 +272,20 @@ async fn main() -> anyhow::Result<ExitCode> {
                 env.extend(query.env());
             }
             let backend = BackendProcess::start(&binary, env, log).await?;
+            let (notifier, payment_ids) = match (&key_set, &platform) {
+                (Some(keys), Some(outside)) => (
+                    keys.notifier(args.platform, &secret)?,
+                    PaymentIds::Book {
+                        simulator: outside.simulator().clone(),
+                        prefix: args.platform.book_prefix().unwrap_or_default(),
+                    },
+                ),
+                _ => (Notifier::standard(&secret)?, PaymentIds::Recorded),
+            };
             let target = Target {
                 url: backend.url(),
-                webhook_secret: secret,
+                notifier,
+                payment_ids,
                 admin_token: admin,
                 merchant_key: merchant,
                 db: PgPoolOptions::new()
@@ -230,21 +306,23 @@ async fn main() -> anyhow::Result<ExitCode> {
     if args.drop_callbacks {
         println!(
             "storm: {} order(s) paid, no callback: waiting up to {:.0} s for the active query \
-             (QUERY_AFTER_SECS={}), then late: {} identical callbacks at once, {} retries on schedule {} \
+             (QUERY_AFTER_SECS={}), then late: {} identical {} at once, {} retries on schedule {} \
              (time scale {}), a restart and one more",
             incident.orders,
             query.settle_within().as_secs_f64(),
             query.after_secs,
             incident.concurrency,
+            args.platform.callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
         );
     } else {
         println!(
-            "storm: {} order(s) paid, then {} identical callbacks at once, {} retries on schedule {} (time scale {}), then a restart and one more",
+            "storm: {} order(s) paid, then {} identical {} at once, {} retries on schedule {} (time scale {}), then a restart and one more",
             incident.orders,
             incident.concurrency,
+            args.platform.callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
@@ -264,10 +342,11 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         println!(
             "storm: refunds: {} order(s) refunded in full, each asked for twice with one Idempotency-Key, \
-             then {} identical refund.succeeded callbacks at once, {} retries on schedule {} (time scale {}), \
+             then {} identical {} at once, {} retries on schedule {} (time scale {}), \
              then a restart and one more",
             run.paid.len(),
             incident.concurrency,
+            args.platform.refund_callbacks(),
             incident.retries.len(),
             args.schedule,
             incident.time_scale
@@ -281,17 +360,22 @@ async fn main() -> anyhow::Result<ExitCode> {
     if violations.is_empty() && args.refunds {
         println!(
             "EXACTLY ONCE: every order charged once and refunded once (one REFUND row, one credit); \
-             every delivery answered 200."
+             every delivery {}.",
+            args.platform.acknowledgment()
         );
         Ok(ExitCode::SUCCESS)
     } else if violations.is_empty() && args.drop_callbacks {
         println!(
             "EXACTLY ONCE: every order settled by the active query and charged once; \
-             every late delivery answered 200 and changed nothing."
+             every late delivery {} and changed nothing.",
+            args.platform.acknowledgment()
         );
         Ok(ExitCode::SUCCESS)
     } else if violations.is_empty() {
-        println!("EXACTLY ONCE: every order charged once, every delivery answered 200.");
+        println!(
+            "EXACTLY ONCE: every order charged once, every delivery {}.",
+            args.platform.acknowledgment()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         println!("VIOLATIONS:");

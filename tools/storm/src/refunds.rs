@@ -205,11 +205,11 @@ pub async fn run(
     let refund_nos: Vec<String> = requested.iter().map(|(no, _)| no.clone()).collect();
     let handed_over =
         shop::wait_refunds_handed_over(&target.db, &refund_nos, HAND_OVER_WITHIN).await?;
-    let callbacks: Vec<Callback> = handed_over
+    let callbacks = handed_over
         .iter()
         .zip(&paid.paid)
-        .map(|(refund, order)| Callback::refund_success(refund, order))
-        .collect();
+        .map(|(refund, order)| target.notifier.refund_success(refund, order))
+        .collect::<anyhow::Result<Vec<Callback>>>()?;
 
     let phases = incident::deliver_storm(
         target,

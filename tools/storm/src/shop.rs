@@ -14,6 +14,7 @@
 //! [`HandedOverRefund`]s.
 
 use anyhow::Context;
+use api_types::Currency;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -29,11 +30,12 @@ pub struct Shopper {
     pub client: reqwest::Client,
 }
 
-/// Creates a shopper holding `balance_cents` EUR through the admin API and signs them in.
+/// Creates a shopper holding `balance_cents` in `currency` through the admin API and signs them in.
 pub async fn open_shopper(
     url: &str,
     admin_token: &str,
     balance_cents: i64,
+    currency: Currency,
 ) -> anyhow::Result<Shopper> {
     let client = reqwest::Client::builder()
         .cookie_store(true)
@@ -44,7 +46,7 @@ pub async fn open_shopper(
     let created: Value = client
         .post(format!("{url}/api/admin/shoppers"))
         .bearer_auth(admin_token)
-        .json(&json!({"email": email, "password": password, "balance_cents": balance_cents, "currency": "EUR"}))
+        .json(&json!({"email": email, "password": password, "balance_cents": balance_cents, "currency": currency}))
         .send()
         .await?
         .error_for_status()
@@ -65,13 +67,15 @@ pub async fn open_shopper(
     Ok(Shopper { shopper_id, client })
 }
 
-/// Places `count` EUR orders of `amount_cents` for `shopper` through the merchant API.
+/// Places `count` orders of `amount_cents` in `currency` (the shopper's) for
+/// `shopper` through the merchant API.
 pub async fn place_orders(
     url: &str,
     merchant_key: &str,
     shopper: &Shopper,
     count: usize,
     amount_cents: i64,
+    currency: Currency,
 ) -> anyhow::Result<Vec<String>> {
     let mut orders = Vec::with_capacity(count);
     for _ in 0..count {
@@ -83,7 +87,7 @@ pub async fn place_orders(
             .json(&json!({
                 "shopper_id": shopper.shopper_id,
                 "amount_cents": amount_cents,
-                "currency": "EUR",
+                "currency": currency,
                 "description": "storm order",
             }))
             .send()
@@ -171,22 +175,58 @@ async fn send_until_not_limited(
     anyhow::bail!("still rate limited after ten tries (the backend's per-shopper limits)")
 }
 
-/// Pays every order as `shopper` (a few at once), then waits, reading the
-/// backend's database `db`, until the platform has accepted each payment and
-/// its id is recorded, for at most `deadline`. In the order of `order_nos`.
+/// Where a run learns the platform's id for each payment it made.
+#[derive(Clone)]
+pub enum PaymentIds {
+    /// The backend records it (`payment_attempts.platform_payment_id`) when
+    /// the platform accepts the hand-over: the checkout's own platform and the sandbox.
+    Recorded,
+    /// WeChat Pay and Alipay give it (`transaction_id`, `trade_no`) only with
+    /// the result: once the backend has handed the payment over (its attempt
+    /// no longer CREATED), it is read from platform-sim's book, where the order
+    /// is the merchant reference `prefix` + order number.
+    Book {
+        /// The platform the backend hands over to.
+        simulator: platform_sim::Simulator,
+        /// The book's prefix of the platform's merchant numbers (`wechatpay:`, `alipay:`).
+        prefix: &'static str,
+    },
+}
+
+/// Pays every order as `shopper` (a few at once), then waits until the
+/// platform has accepted each payment and its id is known ([`PaymentIds`];
+/// recorded in the backend's database `db`, or in the platform's book), for
+/// at most `deadline`. In the order of `order_nos`.
 pub async fn pay_orders(
     url: &str,
     shopper: &Shopper,
     db: &PgPool,
     order_nos: &[String],
     deadline: Duration,
+    ids: &PaymentIds,
 ) -> anyhow::Result<Vec<PaidOrder>> {
     let payment_ids: Vec<Uuid> = futures::stream::iter(order_nos)
         .map(|order_no| pay(url, shopper, order_no))
         .buffered(PAYS_AT_ONCE)
         .try_collect()
         .await?;
-    let platform_ids = wait_handed_over(db, &payment_ids, deadline).await?;
+    let platform_ids = match ids {
+        PaymentIds::Recorded => wait_handed_over(db, &payment_ids, deadline).await?,
+        PaymentIds::Book { simulator, prefix } => {
+            wait_submitted(db, &payment_ids, deadline).await?;
+            let mut ids = Vec::with_capacity(order_nos.len());
+            for order_no in order_nos {
+                let payment = simulator
+                    .query_by_reference(&format!("{prefix}{order_no}"))
+                    .await
+                    .map_err(|err| {
+                        anyhow::anyhow!("the platform has no payment for {order_no}: {err}")
+                    })?;
+                ids.push(payment.payment_id);
+            }
+            ids
+        }
+    };
     Ok(order_nos
         .iter()
         .zip(payment_ids)
@@ -197,6 +237,34 @@ pub async fn pay_orders(
             platform_payment_id,
         })
         .collect())
+}
+
+/// Polls `payment_attempts` until no payment of `payment_ids` is CREATED any
+/// more: each was handed over (or already decided).
+async fn wait_submitted(
+    db: &PgPool,
+    payment_ids: &[Uuid],
+    deadline: Duration,
+) -> anyhow::Result<()> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let submitted: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM payment_attempts WHERE payment_id = ANY($1) AND status <> 'CREATED'",
+        )
+        .bind(payment_ids)
+        .fetch_one(db)
+        .await?;
+        if usize::try_from(submitted).unwrap_or(0) == payment_ids.len() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < deadline,
+            "{} of {} payments were not handed over to the platform within {deadline:?}",
+            payment_ids.len() as i64 - submitted,
+            payment_ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Polls `payment_attempts` until every payment has its `platform_payment_id`;

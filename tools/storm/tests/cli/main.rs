@@ -44,9 +44,12 @@ fn storm_replays_the_incident_quickly_and_reports_exactly_once() {
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
 }
 
-#[test]
-fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
-    let stdout = storm_succeeds(&[
+/// The incident without callbacks, with `platform_args` before the rest: 2
+/// orders the active query must settle, then 10 late copies at once each,
+/// the retries, a restart and one more, all acknowledged and changing nothing.
+fn storm_late(platform_args: &[&str]) -> String {
+    let mut args = platform_args.to_vec();
+    args.extend([
         "--drop-callbacks",
         "--time-scale",
         "0.01",
@@ -56,14 +59,15 @@ fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
         "10",
         "--quiet",
     ]);
-
+    let stdout = storm_succeeds(&args);
     assert!(
         stdout.contains("the active query settled 2/2 order(s)"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("burst: 10 at once x 2 order(s) (late)"),
-        "{stdout}"
+    assert_eq!(
+        counts(&stdout, "burst: 10 at once x 2 order(s) (late)"),
+        [20, 20, 0],
+        "sent, acknowledged, other: {stdout}"
     );
     assert_eq!(stdout.matches("  query\n").count(), 2, "{stdout}");
     assert!(
@@ -71,6 +75,12 @@ fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
         "{stdout}"
     );
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
+    stdout
+}
+
+#[test]
+fn storm_without_callbacks_waits_for_the_active_query_then_delivers_late() {
+    storm_late(&[]);
 }
 
 /// The rows of the refund run's order table: order, status, refunds, REFUND
@@ -100,7 +110,15 @@ fn counts(stdout: &str, phase: &str) -> Vec<u64> {
 
 #[test]
 fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
-    let stdout = storm_succeeds(&[
+    storm_refunds(&[]);
+}
+
+/// The refund incident after the payment incident, with `platform_args`
+/// before the rest: 3 orders paid once, each refunded once in full through 20
+/// copies at once of its refund result, the retries, a restart and one more.
+fn storm_refunds(platform_args: &[&str]) -> String {
+    let mut args = platform_args.to_vec();
+    args.extend([
         "--refunds",
         "--time-scale",
         "0.01",
@@ -110,6 +128,7 @@ fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
         "20",
         "--quiet",
     ]);
+    let stdout = storm_succeeds(&args);
 
     assert!(
         stdout.contains("balance deducted: 14997 (expected 14997)"),
@@ -122,7 +141,7 @@ fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
     assert_eq!(
         counts(&stdout, "burst: 20 at once x 3 refund(s)"),
         [60, 60, 0],
-        "sent, 200, other: {stdout}"
+        "sent, acknowledged, other: {stdout}"
     );
     assert_eq!(
         stdout.matches("after restart: 1 more").count(),
@@ -144,4 +163,158 @@ fn storm_refunds_every_paid_order_once_through_the_same_callback_storm() {
     );
     assert_eq!(stdout.matches("invariants: hold").count(), 2, "{stdout}");
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
+    stdout
+}
+
+/// Runs the incident in `platform`'s notification format (2 CNY orders, 20
+/// copies at once, 3 quick retries, a restart, one more) and checks what
+/// every platform's run must print: every delivery acknowledged by the
+/// platform's rule (`acknowledged`), one charge per order, the invariants.
+fn storm_in_platform_format(platform: &str, acknowledged: &str) -> String {
+    let stdout = storm_succeeds(&[
+        "--platform",
+        platform,
+        "--schedule",
+        "fixed:100msx3",
+        "--time-scale",
+        "0.1",
+        "--orders",
+        "2",
+        "--concurrency",
+        "20",
+        "--quiet",
+    ]);
+    assert!(
+        stdout.contains(&format!("platform-sim speaking {platform}")),
+        "{stdout}"
+    );
+    assert_eq!(
+        counts(&stdout, "burst: 20 at once x 2 order(s)"),
+        [40, 40, 0],
+        "sent, acknowledged, other: {stdout}"
+    );
+    assert_eq!(counts(&stdout, "retries: 3"), [6, 6, 0], "{stdout}");
+    assert_eq!(
+        counts(&stdout, "after restart: 1 more"),
+        [2, 2, 0],
+        "{stdout}"
+    );
+    // CNY orders of 49.99, one charge each.
+    assert!(
+        stdout.contains("balance deducted: 9998 (expected 9998)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" PAID ").count(), 2, "{stdout}");
+    assert!(stdout.contains("invariants: hold"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("every delivery {acknowledged}.")),
+        "{stdout}"
+    );
+    stdout
+}
+
+#[test]
+fn storm_replays_the_incident_in_wechat_pay_notifications() {
+    let stdout = storm_in_platform_format("wechatpay", "acknowledged (WeChat Pay: 200 or 204)");
+    assert!(
+        stdout.contains("20 identical WeChat Pay notifications at once"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn storm_replays_the_incident_in_alipay_notifications() {
+    let stdout = storm_in_platform_format(
+        "alipay",
+        "acknowledged (Alipay: 200 with the body `success`)",
+    );
+    assert!(
+        stdout.contains("20 identical Alipay notifications at once"),
+        "{stdout}"
+    );
+}
+
+/// Runs storm with `args` and returns its exit code and stderr; it must not
+/// get as far as starting anything.
+fn storm_refuses(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_storm"))
+        .args(args)
+        .output()
+        .expect("storm runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn storm_refuses_a_real_platform_with_a_given_backend() {
+    let (code, stderr) = storm_refuses(&[
+        "--platform",
+        "wechatpay",
+        "--backend-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--platform wechatpay needs a backend storm starts itself"),
+        "{stderr}"
+    );
+}
+
+/// The refund incident in `platform`'s format: its refund results are called
+/// `results`, and every delivery must be `acknowledged` by its rule.
+fn storm_refunds_in(platform: &str, results: &str, acknowledged: &str) {
+    let stdout = storm_refunds(&["--platform", platform, "--schedule", "fixed:100msx3"]);
+    assert!(
+        stdout.contains(&format!("20 identical {results} at once")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("every delivery {acknowledged}.")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn storm_refunds_in_wechat_pay_notifications() {
+    storm_refunds_in(
+        "wechatpay",
+        "WeChat Pay REFUND.SUCCESS notifications",
+        "acknowledged (WeChat Pay: 200 or 204)",
+    );
+}
+
+#[test]
+fn storm_refunds_in_alipay_notifications() {
+    storm_refunds_in(
+        "alipay",
+        "Alipay refund notifications",
+        "acknowledged (Alipay: 200 with the body `success`)",
+    );
+}
+
+/// The incident without callbacks in `platform`'s format: every late
+/// delivery must be `acknowledged` by its rule.
+fn storm_late_in(platform: &str, acknowledged: &str) {
+    let stdout = storm_late(&["--platform", platform, "--schedule", "fixed:100msx3"]);
+    assert!(
+        stdout.contains(&format!(
+            "every late delivery {acknowledged} and changed nothing"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn storm_without_wechat_pay_notifications_waits_for_the_active_query() {
+    storm_late_in("wechatpay", "acknowledged (WeChat Pay: 200 or 204)");
+}
+
+#[test]
+fn storm_without_alipay_notifications_waits_for_the_active_query() {
+    storm_late_in(
+        "alipay",
+        "acknowledged (Alipay: 200 with the body `success`)",
+    );
 }

@@ -2,6 +2,7 @@
 //! who pays the orders, a platform that retries callbacks until acknowledged,
 //! and the checks afterwards.
 
+use api_types::Currency;
 use backend::invariants;
 use futures::future::join_all;
 use sqlx::PgPool;
@@ -237,7 +238,7 @@ impl Rig {
     pub async fn shopper(&self) -> &Shopper {
         self.shopper
             .get_or_init(|| async {
-                storm::shop::open_shopper(self.url(), ADMIN, 1_000_000_000)
+                storm::shop::open_shopper(self.url(), ADMIN, 1_000_000_000, Currency::EUR)
                     .await
                     .expect("the rig's shopper")
             })
@@ -251,9 +252,16 @@ impl Rig {
 
     /// `count` orders of `amount` for the rig's shopper, placed through the merchant API.
     pub async fn orders(&self, count: usize, amount: i64) -> Vec<String> {
-        storm::shop::place_orders(self.url(), MERCHANT, self.shopper().await, count, amount)
-            .await
-            .expect("orders placed")
+        storm::shop::place_orders(
+            self.url(),
+            MERCHANT,
+            self.shopper().await,
+            count,
+            amount,
+            Currency::EUR,
+        )
+        .await
+        .expect("orders placed")
     }
 
     /// The rig's shopper pays `orders` (through the first backend) and waits
@@ -270,6 +278,7 @@ impl Rig {
             &self.db,
             orders,
             Duration::from_secs(30),
+            &storm::shop::PaymentIds::Recorded,
         )
         .await
         .expect("orders paid and handed over")
@@ -307,7 +316,7 @@ impl Rig {
         let senders = self.senders();
         let callbacks: Vec<Callback> = orders
             .iter()
-            .map(|o| Callback::success(o, amount, "EUR".parse().expect("a currency")))
+            .map(|o| Callback::success(o, amount, Currency::EUR))
             .collect();
         let deliveries = callbacks
             .iter()
