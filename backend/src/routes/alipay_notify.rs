@@ -37,13 +37,12 @@
 //! duplicate too; anything else is answered 4xx/5xx with `fail`, and Alipay
 //! delivers it again later (4m, 10m, 10m, 1h, 2h, 6h, 15h).
 
-use crate::charge::{self, VerifiedCallback};
-use crate::db::{anomalies, deliveries, refunds};
+use crate::db::{anomalies, refunds};
 use crate::error::ApiError;
-use crate::routes::callbacks::MAX_CALLBACK_BYTES;
+use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
-use api_types::{AnomalyKind, CallbackOutcome, CallbackType, Currency, RefundStatus};
+use api_types::{AnomalyKind, CallbackType, Currency, RefundStatus};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -53,42 +52,12 @@ use platform_protocols::alipay::{
     self as ali, AlipayError, NOTIFY_FAIL, NOTIFY_SUCCESS, TradeNotification, TradeStatus,
 };
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use time::format_description::well_known::Rfc3339;
 use tracing::Instrument;
 
-/// Why a notification is refused, with the status Alipay is answered.
-struct Refusal {
-    status: StatusCode,
-    message: String,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<ApiError> for Refusal {
-    fn from(err: ApiError) -> Self {
-        let (status, code) = err.status_and_code();
-        let message = match status {
-            // Never a database error's text to the outside.
-            StatusCode::INTERNAL_SERVER_ERROR | StatusCode::SERVICE_UNAVAILABLE => code.to_string(),
-            _ => format!("{code}: {err}"),
-        };
-        Self { status, message }
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        // Alipay reads only whether the body is `success`; the reason goes to our log.
-        plain(self.status, NOTIFY_FAIL)
-    }
+/// Alipay reads only whether the body is `success`; the reason goes to our log.
+fn fail_reply(refusal: Refusal) -> Response {
+    plain(refusal.status, NOTIFY_FAIL)
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response {
@@ -123,7 +92,7 @@ pub async fn receive(
         Err(refusal) => {
             tracing::warn!(status = refusal.status.as_u16(), message = %refusal.message,
                 "Alipay notification refused; it will be delivered again");
-            refusal.into_response()
+            fail_reply(refusal)
         }
     }
 }
@@ -138,16 +107,7 @@ async fn handle(
             "Alipay is not this checkout's platform",
         ));
     };
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Refusal::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("larger than {MAX_CALLBACK_BYTES} bytes"),
-            )
-        } else {
-            Refusal::new(StatusCode::BAD_REQUEST, rejection.body_text())
-        }
-    })?;
+    let body = notify::body(body)?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| Refusal::new(StatusCode::BAD_REQUEST, "the body is not UTF-8"))?;
     // Unreadable before any signature could be checked: nothing is written.
@@ -232,38 +192,7 @@ async fn handle(
             .instrument(span.clone())
             .await?;
     }
-    let body_sha256 = serde_json::to_vec(&event)
-        .map(|canonical| hex::encode(Sha256::digest(canonical)))
-        .map_err(|err| Refusal::from(ApiError::Internal(err.into())))?;
-    let callback = VerifiedCallback {
-        callback_id,
-        body_sha256,
-        event,
-        origin: charge::Origin::Notification,
-    };
-    let ack = charge::apply_callback(&state.db, &callback)
-        .instrument(span)
-        .await?;
-    Ok(if ack.duplicate {
-        "duplicate"
-    } else {
-        "applied"
-    })
-}
-
-async fn record_malformed(state: &AppState, callback_id: &str) -> Result<(), Refusal> {
-    deliveries::record(
-        &state.db,
-        deliveries::Delivery {
-            callback_id,
-            order_no: None,
-            event_type: None,
-            outcome: CallbackOutcome::MalformedBody,
-            http_status: 400,
-        },
-    )
-    .await
-    .map_err(|err| Refusal::from(ApiError::from(err)))
+    notify::apply(state, callback_id, event, span).await
 }
 
 /// The amount of the one refund a refund notification is about. `data`

@@ -6,6 +6,7 @@ pub mod callbacks;
 pub mod demo;
 pub mod health;
 pub mod merchant;
+mod notify;
 pub mod orders;
 pub mod pay;
 pub mod payment_code;

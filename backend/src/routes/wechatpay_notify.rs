@@ -14,14 +14,13 @@
 //! duplicate too; anything else is answered 4xx/5xx with
 //! `{"code":"FAIL","message":...}` and WeChat Pay delivers it again later.
 
-use crate::charge::{self, VerifiedCallback};
 use crate::config::WechatPaySettings;
-use crate::db::{anomalies, deliveries};
+use crate::db::anomalies;
 use crate::error::ApiError;
-use crate::routes::callbacks::MAX_CALLBACK_BYTES;
+use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
-use api_types::{AnomalyKind, CallbackOutcome, CallbackType, Currency};
+use api_types::{AnomalyKind, CallbackType, Currency};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -33,36 +32,8 @@ use platform_protocols::wechatpay::{
     TradeState,
 };
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use time::format_description::well_known::Rfc3339;
 use tracing::Instrument;
-
-/// Why a notification is refused, with the status WeChat Pay is answered.
-struct Refusal {
-    status: StatusCode,
-    message: String,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<ApiError> for Refusal {
-    fn from(err: ApiError) -> Self {
-        let (status, code) = err.status_and_code();
-        let message = match status {
-            // Never a database error's text to the outside.
-            StatusCode::INTERNAL_SERVER_ERROR | StatusCode::SERVICE_UNAVAILABLE => code.to_string(),
-            _ => format!("{code}: {err}"),
-        };
-        Self { status, message }
-    }
-}
 
 /// The body of every refusal, as WeChat Pay documents it: `{"code":"FAIL","message":...}`.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -73,11 +44,10 @@ pub struct FailReply {
     message: String,
 }
 
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let NotificationReply { code, message } = NotificationReply::fail(self.message);
-        (self.status, Json(FailReply { code, message })).into_response()
-    }
+/// A refusal as WeChat Pay reads it: a 4xx/5xx with `{"code":"FAIL","message":...}`.
+fn fail_reply(refusal: Refusal) -> Response {
+    let NotificationReply { code, message } = NotificationReply::fail(refusal.message);
+    (refusal.status, Json(FailReply { code, message })).into_response()
 }
 
 /// `POST /api/payments/callback/wechatpay`: verify, decrypt, apply; 204 after commit.
@@ -108,7 +78,7 @@ pub async fn receive(
         Err(refusal) => {
             tracing::warn!(status = refusal.status.as_u16(), message = %refusal.message,
                 "WeChat Pay notification refused; it will be delivered again");
-            refusal.into_response()
+            fail_reply(refusal)
         }
     }
 }
@@ -124,16 +94,7 @@ async fn handle(
             "WeChat Pay is not this checkout's platform",
         ));
     };
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Refusal::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("larger than {MAX_CALLBACK_BYTES} bytes"),
-            )
-        } else {
-            Refusal::new(StatusCode::BAD_REQUEST, rejection.body_text())
-        }
-    })?;
+    let body = notify::body(body)?;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     wx::verify_platform_message(headers, &body, &settings.platform, now).map_err(|err| {
         tracing::warn!(reason = %err, "WeChat Pay notification refused: signature check failed; nothing written");
@@ -173,38 +134,7 @@ async fn handle(
             ));
         }
     };
-    let body_sha256 = serde_json::to_vec(&event)
-        .map(|canonical| hex::encode(Sha256::digest(canonical)))
-        .map_err(|err| Refusal::from(ApiError::Internal(err.into())))?;
-    let callback = VerifiedCallback {
-        callback_id,
-        body_sha256,
-        event,
-        origin: charge::Origin::Notification,
-    };
-    let ack = charge::apply_callback(&state.db, &callback)
-        .instrument(span)
-        .await?;
-    Ok(if ack.duplicate {
-        "duplicate"
-    } else {
-        "applied"
-    })
-}
-
-async fn record_malformed(state: &AppState, callback_id: &str) -> Result<(), Refusal> {
-    deliveries::record(
-        &state.db,
-        deliveries::Delivery {
-            callback_id,
-            order_no: None,
-            event_type: None,
-            outcome: CallbackOutcome::MalformedBody,
-            http_status: 400,
-        },
-    )
-    .await
-    .map_err(|err| Refusal::from(ApiError::from(err)))
+    notify::apply(state, callback_id, event, span).await
 }
 
 /// Why a verified envelope does not become an event.

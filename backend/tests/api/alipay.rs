@@ -4,7 +4,7 @@
 //! the way Alipay posts them: form parameters signed RSA2 with the platform
 //! key over the sorted parameters without `sign` and `sign_type`.
 
-use crate::helpers::{Account, TestApp, spawn_app_with};
+use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{OrderStatus, RefundStatus as OurRefundStatus};
@@ -29,23 +29,11 @@ const NOTIFY_PATH: &str = "/api/payments/callback/alipay";
 /// Long enough that no trade finishes during a test.
 const NEVER: Duration = Duration::from_secs(3_600);
 
-/// One key set per test binary (RSA key generation is the slow part), written
-/// to files as `platform-sim keys DIR` writes them.
-fn key_set() -> &'static (LocalKeys, PathBuf) {
-    static KEYS: OnceLock<(LocalKeys, PathBuf)> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        let dir =
-            std::env::temp_dir().join(format!("checkout-test-alipay-keys-{}", std::process::id()));
-        let generated = keys::generate(&dir).expect("a key set is written");
-        (generated, dir)
-    })
-}
-
 /// The backend's Alipay settings for the key set, against `gateway_url`:
 /// the merchant private key is the application private key, the platform
 /// public key the Alipay public key.
 fn alipay_config(gateway_url: &str) -> AlipayConfig {
-    let (_, dir) = key_set();
+    let (_, dir) = platform_keys();
     AlipayConfig {
         alipay_gateway_url: gateway_url.to_owned(),
         alipay_app_id: Some(APP_ID.into()),
@@ -62,31 +50,18 @@ async fn start_alipay(
     delay: Duration,
     finished_after: Duration,
 ) -> (platform_sim::Simulator, String) {
-    let (keys, _) = key_set();
-    let simulator = platform_sim::Simulator::new(platform_sim::SimConfig {
-        schedule: platform_sim::Schedule::Fixed {
-            interval: Duration::from_millis(100),
-            count: 20,
-        },
-        processing_delay: delay,
-        chaos,
-        alipay: Some(SimAlipay {
+    let (keys, _) = platform_keys();
+    let (simulator, url) = serve_platform_sim(chaos, delay, |config| {
+        config.alipay = Some(SimAlipay {
             trade_finished_after: finished_after,
             ..SimAlipay::from_keys(APP_ID, keys)
-        }),
-        ..platform_sim::SimConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let url = format!(
-        "http://{}{}",
-        listener.local_addr().expect("address"),
-        platform_sim::alipay::GATEWAY_PATH
-    );
-    let router = simulator.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (simulator, url)
+        });
+    })
+    .await;
+    (
+        simulator,
+        format!("{url}{}", platform_sim::alipay::GATEWAY_PATH),
+    )
 }
 
 /// The app with `PLATFORM=alipay` against a fresh platform-sim.
@@ -105,50 +80,12 @@ async fn spawn_alipay_app(
     (app, simulator, url)
 }
 
-fn silent() -> platform_sim::Chaos {
-    platform_sim::Chaos {
-        drop_callbacks: true,
-        ..platform_sim::Chaos::default()
-    }
-}
-
 fn connector(gateway_url: &str) -> Platform {
     Platform::alipay(
         alipay_config(gateway_url).load().expect("settings load"),
         "http://127.0.0.1:9".into(),
     )
     .expect("connector")
-}
-
-/// A CNY shopper with one PENDING order, signed in on `app.http`.
-async fn cny_order(app: &TestApp, balance: i64, amount: i64) -> (Account, Order) {
-    let account = app.create_account(balance, "CNY").await;
-    let order = app.create_order(&account, amount).await;
-    (account, order)
-}
-
-/// Pays the order and waits until Alipay has it (the attempt SUBMITTED);
-/// returns our payment id.
-async fn hand_over(app: &TestApp, order: &Order) -> Uuid {
-    let token = app.request_token(&order.order_no).await;
-    assert_eq!(
-        app.pay(&order.order_no, token).await.status(),
-        StatusCode::ACCEPTED
-    );
-    for _ in 0..200 {
-        let row: Option<(Uuid,)> = sqlx::query_as(
-            "SELECT payment_id FROM payment_attempts WHERE order_no = $1 AND status = 'SUBMITTED'",
-        )
-        .bind(&order.order_no)
-        .fetch_optional(&app.db)
-        .await
-        .expect("attempt");
-        if let Some((payment_id,)) = row {
-            return payment_id;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the payment of {} was not handed over", order.order_no);
 }
 
 fn yuan(fen: i64) -> Yuan {
@@ -184,7 +121,7 @@ fn trade_notice(
 }
 
 fn signed(notice: &TradeNotification) -> String {
-    sign_notification(notice, &key_set().0.platform_private).expect("signs")
+    sign_notification(notice, &platform_keys().0.platform_private).expect("signs")
 }
 
 async fn post_form(app: &TestApp, body: String) -> (StatusCode, String) {
@@ -255,8 +192,8 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
         Duration::from_millis(300),
     )
     .await;
-    let (account, order) = cny_order(&app, 10_000, 2_450).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (account, order) = app.cny_order(10_000, 2_450).await;
+    let payment_id = app.submitted_payment(&order).await;
 
     // While it is being paid the page can show Alipay's qr_code.
     let code: Option<String> =
@@ -304,9 +241,10 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
 
 #[tokio::test]
 async fn the_incident_in_alipay_format_charges_once() {
-    let (app, _simulator, _) = spawn_alipay_app(silent(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (app, _simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -342,9 +280,10 @@ async fn the_incident_in_alipay_format_charges_once() {
 
 #[tokio::test]
 async fn trade_success_and_trade_finished_are_one_payment_without_anomaly() {
-    let (app, _simulator, _) = spawn_alipay_app(silent(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = cny_order(&app, 10_000, 1_250).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (app, _simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    let (account, order) = app.cny_order(10_000, 1_250).await;
+    let payment_id = app.submitted_payment(&order).await;
     let trade_no = "2026120322001400000000000002";
     let success = trade_notice(
         &order,
@@ -399,9 +338,10 @@ fn form(params: &[(String, String)]) -> String {
 
 #[tokio::test]
 async fn spoiled_notifications_are_refused_and_change_nothing() {
-    let (app, _simulator, _) = spawn_alipay_app(silent(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (app, _simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -426,7 +366,7 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
     set(&mut rsa, "sign_type", "RSA");
     spoiled.push(("sign_type=RSA", form(&rsa), StatusCode::UNAUTHORIZED));
     // Signed with a key that is not Alipay's.
-    let wrong_key = sign_notification(&notice, &key_set().0.merchant_private).expect("signs");
+    let wrong_key = sign_notification(&notice, &platform_keys().0.merchant_private).expect("signs");
     spoiled.push(("wrong key", wrong_key, StatusCode::UNAUTHORIZED));
     let stranger = PrivateKey::generate().expect("a key");
     spoiled.push((
@@ -448,7 +388,8 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
     for bad in ["1.234", "-1", "1e3", "30.", " 30.00", "30,00"] {
         let mut params = good.clone();
         set(&mut params, "total_amount", bad);
-        let body = sign_notification_params(params, &key_set().0.platform_private).expect("signs");
+        let body =
+            sign_notification_params(params, &platform_keys().0.platform_private).expect("signs");
         spoiled.push(("bad amount", body, StatusCode::BAD_REQUEST));
     }
     spoiled.push(("empty", String::new(), StatusCode::UNAUTHORIZED));
@@ -485,9 +426,10 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
-    let (app, _simulator, _) = spawn_alipay_app(silent(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (app, _simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let trade_no = "2026120322001400000000000004";
 
     let mut other_app = trade_notice(
@@ -529,9 +471,10 @@ async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
 
 #[tokio::test]
 async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() {
-    let (app, _simulator, _) = spawn_alipay_app(silent(), Duration::from_millis(50), NEVER).await;
-    let (_, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (app, _simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    let (_, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let before = app.snapshot().await;
     for status in [TradeStatus::WaitBuyerPay, TradeStatus::TradeClosed] {
         let notice = trade_notice(
@@ -551,8 +494,8 @@ async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() 
 async fn the_connector_queries_and_closes_a_trade() {
     let (app, _simulator, url) =
         spawn_alipay_app(platform_sim::Chaos::default(), NEVER, NEVER).await;
-    let (_, unpaid) = cny_order(&app, 10_000, 1_000).await;
-    let unpaid_id = hand_over(&app, &unpaid).await;
+    let (_, unpaid) = app.cny_order(10_000, 1_000).await;
+    let unpaid_id = app.submitted_payment(&unpaid).await;
     let connector = connector(&url);
     let payment = PaymentRef {
         order_no: &unpaid.order_no,
@@ -580,7 +523,7 @@ async fn the_connector_queries_and_closes_a_trade() {
     ));
 
     // An order Alipay never saw.
-    let (_, never) = cny_order(&app, 10_000, 1_300).await;
+    let (_, never) = app.cny_order(10_000, 1_300).await;
     let unknown = PaymentRef {
         order_no: &never.order_no,
         payment_id: Uuid::new_v4(),
@@ -593,7 +536,7 @@ async fn the_connector_queries_and_closes_a_trade() {
 
     // An answer signed with another key is no answer.
     let mut wrong = alipay_config(&url);
-    wrong.alipay_public_key_file = Some(key_set().1.join(keys::MERCHANT_PUBLIC_KEY_FILE));
+    wrong.alipay_public_key_file = Some(platform_keys().1.join(keys::MERCHANT_PUBLIC_KEY_FILE));
     let doubting = Platform::alipay(wrong.load().expect("loads"), "http://127.0.0.1:9".into())
         .expect("connector");
     assert!(doubting.query(payment).await.is_err());
@@ -607,8 +550,8 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
         NEVER,
     )
     .await;
-    let (account, order) = cny_order(&app, 10_000, 2_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (account, order) = app.cny_order(10_000, 2_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     assert_eq!(
         app.wait_until_final(&order.order_no).await.status,
         OrderStatus::Paid
@@ -743,7 +686,8 @@ fn alipay_settings_say_what_is_missing_and_never_show_keys() {
 
     let mut config = alipay_config("http://127.0.0.1:9/gateway.do");
     // The public key where the private one belongs: not a private key.
-    config.alipay_app_private_key_file = Some(key_set().1.join(keys::PLATFORM_PUBLIC_KEY_FILE));
+    config.alipay_app_private_key_file =
+        Some(platform_keys().1.join(keys::PLATFORM_PUBLIC_KEY_FILE));
     let err = config.load().expect_err("not a private key");
     assert!(err.contains("ALIPAY_APP_PRIVATE_KEY_FILE"), "{err}");
 

@@ -100,8 +100,21 @@ pub async fn start_platform(
     chaos: platform_sim::Chaos,
     processing_delay: Duration,
 ) -> (platform_sim::Simulator, String) {
-    let simulator = platform_sim::Simulator::new(platform_sim::SimConfig {
-        secret: secret.clone(),
+    serve_platform_sim(chaos, processing_delay, |config| {
+        config.secret = secret.clone();
+    })
+    .await
+}
+
+/// A `platform-sim` on its own port deciding each payment after
+/// `processing_delay` and retrying notifications every 100 ms, after `adjust`
+/// set the rest (which platform it speaks); it and its base URL.
+pub async fn serve_platform_sim(
+    chaos: platform_sim::Chaos,
+    processing_delay: Duration,
+    adjust: impl FnOnce(&mut platform_sim::SimConfig),
+) -> (platform_sim::Simulator, String) {
+    let mut config = platform_sim::SimConfig {
         schedule: platform_sim::Schedule::Fixed {
             interval: Duration::from_millis(100),
             count: 20,
@@ -109,7 +122,9 @@ pub async fn start_platform(
         processing_delay,
         chaos,
         ..platform_sim::SimConfig::default()
-    });
+    };
+    adjust(&mut config);
+    let simulator = platform_sim::Simulator::new(config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
@@ -117,6 +132,30 @@ pub async fn start_platform(
     let router = simulator.router();
     tokio::spawn(async move { axum::serve(listener, router).await });
     (simulator, url)
+}
+
+/// A platform that decides payments but posts no notifications of its own:
+/// the test posts them.
+pub fn silent_platform() -> platform_sim::Chaos {
+    platform_sim::Chaos {
+        drop_callbacks: true,
+        ..platform_sim::Chaos::default()
+    }
+}
+
+/// One merchant and platform key set per test binary (RSA key generation is
+/// the slow part), written to files as `platform-sim keys DIR` writes them.
+pub fn platform_keys() -> &'static (platform_protocols::keys::LocalKeys, std::path::PathBuf) {
+    static KEYS: std::sync::OnceLock<(platform_protocols::keys::LocalKeys, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "checkout-test-platform-keys-{}",
+            std::process::id()
+        ));
+        let generated = platform_protocols::keys::generate(&dir).expect("a key set is written");
+        (generated, dir)
+    })
 }
 
 /// The app paying through a `platform-sim` over HTTP (`PLATFORM=remote`) with
@@ -328,6 +367,38 @@ impl TestApp {
             .await;
         assert_eq!(response.status(), StatusCode::CREATED);
         response.json().await.expect("order body")
+    }
+
+    /// A CNY shopper (WeChat Pay and Alipay take yuan only) with one PENDING
+    /// order of `amount` fen, [`TestApp::http`] signed in as them.
+    pub async fn cny_order(&self, balance: i64, amount: i64) -> (Account, Order) {
+        let account = self.create_account(balance, "CNY").await;
+        let order = self.create_order(&account, amount).await;
+        (account, order)
+    }
+
+    /// Pays the order as its shopper and waits until the platform has it (the
+    /// attempt SUBMITTED, with or without the platform's id); our payment id.
+    pub async fn submitted_payment(&self, order: &Order) -> Uuid {
+        let token = self.request_token(&order.order_no).await;
+        assert_eq!(
+            self.pay(&order.order_no, token).await.status(),
+            StatusCode::ACCEPTED
+        );
+        for _ in 0..200 {
+            let row: Option<(Uuid,)> = sqlx::query_as(
+                "SELECT payment_id FROM payment_attempts WHERE order_no = $1 AND status = 'SUBMITTED'",
+            )
+            .bind(&order.order_no)
+            .fetch_optional(&self.db)
+            .await
+            .expect("attempt");
+            if let Some((payment_id,)) = row {
+                return payment_id;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the payment of {} was not handed over", order.order_no);
     }
 
     /// A shopper with `balance` EUR cents and one PENDING order of `amount`,

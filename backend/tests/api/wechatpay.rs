@@ -4,7 +4,7 @@
 //! WeChat Pay posts them: an envelope signed with the platform key whose
 //! resource is AES-256-GCM encrypted with the APIv3 key.
 
-use crate::helpers::{Account, TestApp, spawn_app_with};
+use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
@@ -29,23 +29,9 @@ const MCHID: &str = "1900009191";
 const APPID: &str = "wxd678efh567hg6787";
 const NOTIFY_PATH: &str = "/api/payments/callback/wechatpay";
 
-/// One key set per test binary (RSA key generation is the slow part), written
-/// to files as `platform-sim keys DIR` writes them.
-fn key_set() -> &'static (LocalKeys, PathBuf) {
-    static KEYS: OnceLock<(LocalKeys, PathBuf)> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!(
-            "checkout-test-wechatpay-keys-{}",
-            std::process::id()
-        ));
-        let generated = keys::generate(&dir).expect("a key set is written");
-        (generated, dir)
-    })
-}
-
 /// The backend's WeChat Pay settings for the key set, against `api_url`.
 fn wechatpay_config(api_url: &str) -> WechatPayConfig {
-    let (keys, dir) = key_set();
+    let (keys, dir) = platform_keys();
     WechatPayConfig {
         wechatpay_api_url: api_url.to_owned(),
         wechatpay_mchid: Some(MCHID.into()),
@@ -64,24 +50,11 @@ async fn start_wechatpay(
     chaos: platform_sim::Chaos,
     delay: Duration,
 ) -> (platform_sim::Simulator, String) {
-    let (keys, _) = key_set();
-    let simulator = platform_sim::Simulator::new(platform_sim::SimConfig {
-        schedule: platform_sim::Schedule::Fixed {
-            interval: Duration::from_millis(100),
-            count: 20,
-        },
-        processing_delay: delay,
-        chaos,
-        wechatpay: Some(SimWechatPay::from_keys(MCHID, APPID, keys)),
-        ..platform_sim::SimConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    let router = simulator.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (simulator, url)
+    let (keys, _) = platform_keys();
+    serve_platform_sim(chaos, delay, |config| {
+        config.wechatpay = Some(SimWechatPay::from_keys(MCHID, APPID, keys));
+    })
+    .await
 }
 
 /// The app with `PLATFORM=wechatpay` against a fresh platform-sim.
@@ -99,44 +72,6 @@ async fn spawn_wechatpay_app(
     })
     .await;
     (app, simulator, url)
-}
-
-fn silent() -> platform_sim::Chaos {
-    platform_sim::Chaos {
-        drop_callbacks: true,
-        ..platform_sim::Chaos::default()
-    }
-}
-
-/// A CNY shopper with one PENDING order, signed in on `app.http`.
-async fn cny_order(app: &TestApp, balance: i64, amount: i64) -> (Account, Order) {
-    let account = app.create_account(balance, "CNY").await;
-    let order = app.create_order(&account, amount).await;
-    (account, order)
-}
-
-/// Pays the order and waits until WeChat Pay has it (the attempt SUBMITTED);
-/// returns our payment id.
-async fn hand_over(app: &TestApp, order: &Order) -> Uuid {
-    let token = app.request_token(&order.order_no).await;
-    assert_eq!(
-        app.pay(&order.order_no, token).await.status(),
-        StatusCode::ACCEPTED
-    );
-    for _ in 0..200 {
-        let row: Option<(Uuid,)> = sqlx::query_as(
-            "SELECT payment_id FROM payment_attempts WHERE order_no = $1 AND status = 'SUBMITTED'",
-        )
-        .bind(&order.order_no)
-        .fetch_optional(&app.db)
-        .await
-        .expect("attempt");
-        if let Some((payment_id,)) = row {
-            return payment_id;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the payment of {} was not handed over", order.order_no);
 }
 
 /// WeChat Pay's `TRANSACTION.SUCCESS` content for the order.
@@ -190,7 +125,7 @@ fn notification(
     payload: &NotificationPayload,
     spoil: Spoil,
 ) -> (Vec<u8>, Vec<(&'static str, String)>) {
-    let (keys, _) = key_set();
+    let (keys, _) = platform_keys();
     let mut envelope = Notification::encrypt(
         id,
         OffsetDateTime::now_utc(),
@@ -275,8 +210,8 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
         |_| {},
     )
     .await;
-    let (account, order) = cny_order(&app, 10_000, 2_450).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (account, order) = app.cny_order(10_000, 2_450).await;
+    let payment_id = app.submitted_payment(&order).await;
 
     // While it is being paid the page can show WeChat Pay's code_url as a QR code.
     let code: Option<String> =
@@ -330,9 +265,9 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
 #[tokio::test]
 async fn the_incident_in_wechat_pay_format_charges_once() {
     let (app, _simulator, _) =
-        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let content = transaction(&order, payment_id, "4200000991202612036853086457", 3_000);
     let id = Uuid::new_v4().to_string();
 
@@ -369,9 +304,9 @@ async fn the_incident_in_wechat_pay_format_charges_once() {
 #[tokio::test]
 async fn spoiled_notifications_are_refused_and_change_nothing() {
     let (app, _simulator, _) =
-        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
-    let (_, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
+    let (_, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     let content = NotificationPayload::Transaction(transaction(
         &order,
         payment_id,
@@ -428,9 +363,9 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
 #[tokio::test]
 async fn another_merchant_or_another_amount_is_refused_with_an_anomaly() {
     let (app, _simulator, _) =
-        spawn_wechatpay_app(silent(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = cny_order(&app, 10_000, 3_000).await;
-    let payment_id = hand_over(&app, &order).await;
+        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
 
     let mut other_merchant = transaction(&order, payment_id, "4200000991202612036853086459", 3_000);
     other_merchant.mchid = "1900000109".into();
@@ -468,8 +403,8 @@ async fn the_connector_queries_and_closes_a_payment() {
         |_| {},
     )
     .await;
-    let (_, unpaid) = cny_order(&app, 10_000, 1_000).await;
-    let unpaid_id = hand_over(&app, &unpaid).await;
+    let (_, unpaid) = app.cny_order(10_000, 1_000).await;
+    let unpaid_id = app.submitted_payment(&unpaid).await;
     let connector = Platform::wechatpay(
         wechatpay_config(&url).load().expect("settings load"),
         "http://127.0.0.1:9".into(),
@@ -501,7 +436,7 @@ async fn the_connector_queries_and_closes_a_payment() {
     assert_eq!(state.status, api_types::platform::PaymentStatus::Closed);
 
     // An order WeChat Pay never saw.
-    let (_, never) = cny_order(&app, 10_000, 1_300).await;
+    let (_, never) = app.cny_order(10_000, 1_300).await;
     let answer = connector
         .query(PaymentRef {
             order_no: &never.order_no,
@@ -520,8 +455,8 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         |_| {},
     )
     .await;
-    let (account, order) = cny_order(&app, 10_000, 2_000).await;
-    let payment_id = hand_over(&app, &order).await;
+    let (account, order) = app.cny_order(10_000, 2_000).await;
+    let payment_id = app.submitted_payment(&order).await;
     assert_eq!(
         app.wait_until_final(&order.order_no).await.status,
         OrderStatus::Paid
@@ -620,7 +555,7 @@ fn wechatpay_settings_say_what_is_missing_and_never_show_keys() {
         .load()
         .expect("loads");
     let shown = format!("{settings:?}");
-    let (keys, _) = key_set();
+    let (keys, _) = platform_keys();
     assert!(shown.contains(MCHID));
     assert!(!shown.contains(keys.apiv3_key.expose()), "{shown}");
     assert!(!shown.contains("PRIVATE"), "{shown}");

@@ -1,0 +1,104 @@
+//! What the routes of the platforms' own notification formats (WeChat Pay,
+//! Alipay) share: the refusal they answer with, reading the raw body, the
+//! delivery-log line of a signed but unreadable notification, and applying
+//! the decoded event through the one charge transaction. Each route words its
+//! refusal the way its platform reads it.
+
+use crate::charge::{self, VerifiedCallback};
+use crate::db::deliveries;
+use crate::error::ApiError;
+use crate::routes::callbacks::MAX_CALLBACK_BYTES;
+use crate::state::AppState;
+use api_types::CallbackOutcome;
+use api_types::api::CallbackEvent;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use sha2::{Digest, Sha256};
+use tracing::Instrument;
+
+/// Why a notification is refused, with the status the platform is answered.
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ApiError> for Refusal {
+    fn from(err: ApiError) -> Self {
+        let (status, code) = err.status_and_code();
+        let message = match status {
+            // Never a database error's text to the outside.
+            StatusCode::INTERNAL_SERVER_ERROR | StatusCode::SERVICE_UNAVAILABLE => code.to_string(),
+            _ => format!("{code}: {err}"),
+        };
+        Self { status, message }
+    }
+}
+
+/// The raw body, or why it could not be read (larger than 64 KiB, cut off).
+pub(crate) fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Refusal> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Refusal::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("larger than {MAX_CALLBACK_BYTES} bytes"),
+            )
+        } else {
+            Refusal::new(StatusCode::BAD_REQUEST, rejection.body_text())
+        }
+    })
+}
+
+/// A signed notification that does not read as an event: one line in the
+/// delivery log for people, nothing else.
+pub(crate) async fn record_malformed(state: &AppState, callback_id: &str) -> Result<(), Refusal> {
+    deliveries::record(
+        &state.db,
+        deliveries::Delivery {
+            callback_id,
+            order_no: None,
+            event_type: None,
+            outcome: CallbackOutcome::MalformedBody,
+            http_status: 400,
+        },
+    )
+    .await
+    .map_err(|err| Refusal::from(ApiError::from(err)))
+}
+
+/// Applies a verified, decoded notification in the charge transaction. Its
+/// fingerprint is the SHA-256 of the event's canonical JSON, so a retry that
+/// was encrypted or signed afresh is still the same notification.
+pub(crate) async fn apply(
+    state: &AppState,
+    callback_id: String,
+    event: CallbackEvent,
+    span: tracing::Span,
+) -> Result<&'static str, Refusal> {
+    let body_sha256 = serde_json::to_vec(&event)
+        .map(|canonical| hex::encode(Sha256::digest(canonical)))
+        .map_err(|err| Refusal::from(ApiError::Internal(err.into())))?;
+    let callback = VerifiedCallback {
+        callback_id,
+        body_sha256,
+        event,
+        origin: charge::Origin::Notification,
+    };
+    let ack = charge::apply_callback(&state.db, &callback)
+        .instrument(span)
+        .await?;
+    Ok(if ack.duplicate {
+        "duplicate"
+    } else {
+        "applied"
+    })
+}
