@@ -13,13 +13,11 @@ use backend::platform::{CloseAnswer, PaymentRef, Platform, RefundRef};
 use platform_protocols::alipay::{
     TradeNotification, TradeStatus, format_timestamp, sign_notification, sign_notification_params,
 };
-use platform_protocols::keys::{self, LocalKeys, PrivateKey};
+use platform_protocols::keys::{self, PrivateKey};
 use platform_protocols::money::Yuan;
 use platform_sim::AlipayConfig as SimAlipay;
 use reqwest::StatusCode;
 use serde_json::json;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;

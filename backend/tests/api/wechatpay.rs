@@ -10,7 +10,7 @@ use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{Config, PlatformKind, WechatPayConfig};
 use backend::platform::{CloseAnswer, PaymentRef, Platform};
-use platform_protocols::keys::{self, LocalKeys};
+use platform_protocols::keys;
 use platform_protocols::wechatpay::{
     EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, RefundNotification,
     RefundNotificationAmount, RefundStatus, TradeState, TradeType, Transaction, TransactionAmount,
@@ -19,8 +19,6 @@ use platform_protocols::wechatpay::{
 use platform_sim::WechatPayConfig as SimWechatPay;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
