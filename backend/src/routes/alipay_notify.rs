@@ -8,7 +8,7 @@
 //! parameters in the body does not matter, their values do) -> `app_id` is
 //! ours (another: a `MERCHANT_MISMATCH` anomaly) -> the checkout's one
 //! internal event, applied by the same charge transaction as every platform's
-//! ([`charge::apply_callback`]). The idempotency key is `notify_id`; the body
+//! ([`crate::charge::apply_callback`]). The idempotency key is `notify_id`; the body
 //! fingerprint is the SHA-256 of the event's canonical JSON, so a retry with
 //! another `notify_time` is still the same notification.
 //!

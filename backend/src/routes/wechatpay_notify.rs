@@ -5,7 +5,7 @@
 //! with the platform public key, its serial and a five-minute window -> the
 //! envelope -> AEAD_AES_256_GCM decryption of `resource` with the APIv3 key ->
 //! `mchid`/`appid` are ours -> the checkout's one internal event, applied by
-//! the same charge transaction as every platform's ([`charge::apply_callback`]).
+//! the same charge transaction as every platform's ([`crate::charge::apply_callback`]).
 //! The idempotency key is the notification `id`; the body fingerprint is taken
 //! over the decrypted content, so a retry that was encrypted afresh is still
 //! the same notification.
