@@ -194,20 +194,8 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
     let payment_id = app.submitted_payment(&order).await;
 
     // While it is being paid the page can show Alipay's qr_code.
-    let code: Option<String> =
-        sqlx::query_scalar("SELECT qr_code FROM payment_attempts WHERE payment_id = $1")
-            .bind(payment_id)
-            .fetch_one(&app.db)
-            .await
-            .expect("attempt");
-    let code = code.expect("precreate gave a qr_code");
+    let code = app.qr_code_shown(&order, payment_id).await;
     assert!(code.starts_with("https://qr.alipay.com/"), "{code}");
-    let svg = app
-        .get(&format!("/api/orders/{}/payment-code.svg", order.order_no))
-        .await;
-    assert_eq!(svg.status(), StatusCode::OK);
-    assert_eq!(svg.headers()["content-type"], "image/svg+xml");
-    assert!(svg.text().await.expect("body").contains("<svg"));
     let platform: serde_json::Value = app.get_json("/api/platform").await;
     assert_eq!(platform["pays_by_qr_code"], true, "{platform}");
 

@@ -401,6 +401,25 @@ impl TestApp {
         panic!("the payment of {} was not handed over", order.order_no);
     }
 
+    /// The payment link the platform gave for the attempt, once the shopper's
+    /// page can draw it: `payment-code.svg` answers an SVG.
+    pub async fn qr_code_shown(&self, order: &Order, payment_id: Uuid) -> String {
+        let code: Option<String> =
+            sqlx::query_scalar("SELECT qr_code FROM payment_attempts WHERE payment_id = $1")
+                .bind(payment_id)
+                .fetch_one(&self.db)
+                .await
+                .expect("attempt");
+        let code = code.expect("the hand-over gave a payment link");
+        let svg = self
+            .get(&format!("/api/orders/{}/payment-code.svg", order.order_no))
+            .await;
+        assert_eq!(svg.status(), StatusCode::OK);
+        assert_eq!(svg.headers()["content-type"], "image/svg+xml");
+        assert!(svg.text().await.expect("body").contains("<svg"));
+        code
+    }
+
     /// A shopper with `balance` EUR cents and one PENDING order of `amount`,
     /// [`TestApp::http`] signed in as them.
     pub async fn account_with_order(&self, balance: i64, amount: i64) -> (Account, Order) {

@@ -212,20 +212,8 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
     let payment_id = app.submitted_payment(&order).await;
 
     // While it is being paid the page can show WeChat Pay's code_url as a QR code.
-    let code: Option<String> =
-        sqlx::query_scalar("SELECT qr_code FROM payment_attempts WHERE payment_id = $1")
-            .bind(payment_id)
-            .fetch_one(&app.db)
-            .await
-            .expect("attempt");
-    let code = code.expect("prepay gave a code_url");
+    let code = app.qr_code_shown(&order, payment_id).await;
     assert!(code.starts_with("weixin://wxpay/bizpayurl?pr="), "{code}");
-    let svg = app
-        .get(&format!("/api/orders/{}/payment-code.svg", order.order_no))
-        .await;
-    assert_eq!(svg.status(), StatusCode::OK);
-    assert_eq!(svg.headers()["content-type"], "image/svg+xml");
-    assert!(svg.text().await.expect("body").contains("<svg"));
     // Nobody else sees it.
     let stranger = app.create_shopper(0, "CNY").await;
     let other = app.client_of(&stranger).await;
