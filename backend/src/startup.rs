@@ -76,8 +76,8 @@ impl Application {
         let webhook = settled.webhook_secret;
         if settled.secret_generated {
             tracing::warn!(
-                "WEBHOOK_SECRET is not set: the sandbox generated a random secret for this process \
-                 (callbacks signed with any other secret are refused)"
+                "WEBHOOK_SECRET is not set: a random secret was generated for this process \
+                 (Standard Webhooks callbacks to /api/payments/callback signed with any other secret are refused)"
             );
         }
         let tokens = TokenStore::new(

@@ -142,23 +142,11 @@ async fn post_accepted(app: &TestApp, notice: &TradeNotification) {
 }
 
 async fn charges(app: &TestApp, order_no: &str) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
-    )
-    .bind(order_no)
-    .fetch_one(&app.db)
-    .await
-    .expect("count")
+    app.ledger_rows(Some(order_no), "CHARGE").await
 }
 
 async fn refund_credits(app: &TestApp, order_no: &str) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM payment_ledger WHERE order_no = $1 AND kind = 'REFUND'",
-    )
-    .bind(order_no)
-    .fetch_one(&app.db)
-    .await
-    .expect("count")
+    app.ledger_rows(Some(order_no), "REFUND").await
 }
 
 /// Waits until the simulator has had `count` distinct notifications about
@@ -379,6 +367,34 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
         spoiled.push(("bad amount", body, StatusCode::BAD_REQUEST));
     }
     spoiled.push(("empty", String::new(), StatusCode::UNAUTHORIZED));
+    // Signed by Alipay's key, but over the parameters in another order than
+    // sorted by name: not the content Alipay signs.
+    let mut unsorted: Vec<_> = good
+        .iter()
+        .filter(|(k, _)| k != "sign" && k != "sign_type")
+        .cloned()
+        .collect();
+    unsorted.sort();
+    unsorted.reverse();
+    let content = unsorted
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut wrong_order = good.clone();
+    set(
+        &mut wrong_order,
+        "sign",
+        &platform_keys()
+            .0
+            .platform_private
+            .sign_rsa_sha256_base64(content.as_bytes()),
+    );
+    spoiled.push((
+        "signed in reverse order",
+        form(&wrong_order),
+        StatusCode::UNAUTHORIZED,
+    ));
 
     for (what, body, status) in spoiled {
         let (got, reply) = post_form(&app, body).await;
