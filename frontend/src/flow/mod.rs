@@ -41,5 +41,5 @@ pub use rules::{
     Effect, Event, MAX_POLLS, POLL_INTERVAL_MS, PayFlow, Phase, SUBMIT_RETRY_DELAYS_MS,
     submit_retry_delay,
 };
-pub use texts::Notice;
+pub use texts::{Notice, SCAN_TO_PAY};
 pub use view::{Outcome, PayButton, PayView, RefundLine, balance_text};

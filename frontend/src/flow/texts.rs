@@ -34,6 +34,9 @@ pub const WAITING_FOR_BANK: &str = "Waiting for the bank to confirm\u{2026}";
 pub const CONFIRMING_WITH_PROVIDER: &str = "Confirming with the payment provider\u{2026}";
 
 /// The failure reason shown when a FAILED order carries none of its own.
+/// While a platform paid by QR code waits for the shopper to scan it.
+pub const SCAN_TO_PAY: &str = "Scan the QR code to pay\u{2026}";
+
 pub const DECLINED_WITHOUT_REASON: &str = "The payment was declined.";
 
 /// What a CLOSED order's page says.

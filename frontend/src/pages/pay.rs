@@ -6,7 +6,7 @@
 //! flow's [`Effect::SignIn`]) and comes back here afterwards.
 
 use crate::components::{NoticeBox, StatusBadge};
-use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
+use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, SCAN_TO_PAY, balance_text};
 use crate::{api, or_sign_in, sign_in_again};
 use api_types::api::{Account, PayRequest, PlatformInfo};
 use gloo_timers::future::TimeoutFuture;
@@ -205,9 +205,8 @@ pub fn PayPage(
 
             <p id="progress" class="progress" aria-live="polite">
                 {move || {
-                    view_model
-                        .read()
-                        .progress
+                    let progress = view_model.read().progress;
+                    if scan_code() { Some(SCAN_TO_PAY) } else { progress }
                         .map(|text| {
                             view! {
                                 <span class="spinner" aria-hidden="true"></span>

@@ -45,6 +45,11 @@ async fn pays_by_qr_code_once(platform: TestPlatform, name: &str) {
         .await;
     assert!(width >= 200, "the code is drawn at least 200 px wide");
     assert_eq!(
+        app.text("progress").await.as_deref(),
+        Some("Scan the QR code to pay\u{2026}"),
+        "the page says what to do with the code"
+    );
+    assert_eq!(
         app.attr("status", "data-status").await.as_deref(),
         Some("PENDING")
     );
