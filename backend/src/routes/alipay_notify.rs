@@ -175,7 +175,10 @@ async fn handle(
     let callback_id = notification.notify_id.clone();
     // On the request's span too, so its closing line ("answered", "refused") names it.
     tracing::Span::current().record("callback_id", callback_id.as_str());
-    tracing::Span::current().record("order_no", tracing::field::display(&notification.out_trade_no));
+    tracing::Span::current().record(
+        "order_no",
+        tracing::field::display(&notification.out_trade_no),
+    );
     let span = tracing::info_span!("alipay_notification", callback_id = %callback_id,
         out_trade_no = %notification.out_trade_no,
         trade_status = ?notification.trade_status);

@@ -48,10 +48,13 @@ impl PaidOrder {
             (env::RUST_LOG.into(), "debug".into()),
         ];
         env_vars.extend(extra_env);
-        let mut backend =
-            BackendProcess::start(Path::new(env!("CARGO_BIN_EXE_backend")), env_vars, log.clone())
-                .await
-                .expect("the backend starts");
+        let mut backend = BackendProcess::start(
+            Path::new(env!("CARGO_BIN_EXE_backend")),
+            env_vars,
+            log.clone(),
+        )
+        .await
+        .expect("the backend starts");
         let http = reqwest::Client::builder()
             .cookie_store(true)
             .build()
@@ -238,7 +241,10 @@ async fn with_log_format_json_every_line_is_json_and_names_its_callback_order_an
         .enumerate()
         .map(|(number, line)| {
             serde_json::from_str(line).unwrap_or_else(|err| {
-                panic!("line {} of {where_} is not JSON ({err}): {line}", number + 1)
+                panic!(
+                    "line {} of {where_} is not JSON ({err}): {line}",
+                    number + 1
+                )
             })
         })
         .collect();
