@@ -230,12 +230,19 @@ const fn is_refund_event(kind: CallbackType) -> bool {
     name = "charge.apply_callback",
     skip(db, callback),
     fields(callback_id = %callback.callback_id, order_no = %callback.event.data.order_no,
-           event = callback.event.kind.as_str())
+           event = callback.event.kind.as_str(),
+           platform_payment_id = %callback.event.data.payment_id,
+           payment_id = tracing::field::Empty, outcome = tracing::field::Empty)
 )]
 pub async fn apply_callback(
     db: &PgPool,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
+    // The checkout's payment id, when the platform echoes it back; `outcome` is
+    // recorded on the span once known, so the lines that report it carry it.
+    if let Some(payment_id) = callback.event.data.merchant_reference.as_deref() {
+        tracing::Span::current().record("payment_id", payment_id);
+    }
     faults::crash_point("callback.before_tx");
     if let Some(ack) = answer_if_seen(db, callback).await? {
         return Ok(ack);
@@ -247,6 +254,7 @@ pub async fn apply_callback(
             faults::crash_point("callback.in_tx");
             tx.commit().await?;
             faults::crash_point("callback.after_commit");
+            record_outcome(outcome);
             tracing::info!(outcome = outcome.as_str(), "callback applied");
             Ok(CallbackAck {
                 code: "SUCCESS".into(),
@@ -262,11 +270,13 @@ pub async fn apply_callback(
         }
         Applied::OrderNotFound => {
             tx.commit().await?;
+            record_outcome(CallbackOutcome::OrderNotFound);
             tracing::warn!("callback for an unknown order refused");
             Err(ApiError::OrderNotFound)
         }
         Applied::AmountMismatch(message) => {
             tx.commit().await?;
+            record_outcome(CallbackOutcome::AmountMismatch);
             Err(ApiError::AmountMismatch(message))
         }
     }
@@ -459,6 +469,7 @@ async fn answer_if_seen(
         return Ok(None);
     };
     if seen.body_sha256 == callback.body_sha256 {
+        record_outcome(CallbackOutcome::Duplicate);
         tracing::info!(first_outcome = %seen.outcome, "duplicate callback acknowledged, nothing changed");
         return Ok(Some(CallbackAck {
             code: "SUCCESS".into(),
@@ -481,7 +492,15 @@ async fn answer_if_seen(
     .await?;
     log_delivery(&mut tx, callback, CallbackOutcome::CallbackConflict, 409).await?;
     tx.commit().await?;
+    record_outcome(CallbackOutcome::CallbackConflict);
+    tracing::warn!("callback id used again with another body: refused, anomaly raised");
     Err(ApiError::CallbackConflict)
+}
+
+/// Records a callback's outcome on the current ([`apply_callback`]) span, so
+/// every line logged after it (and the one reporting it) names it.
+fn record_outcome(outcome: CallbackOutcome) {
+    tracing::Span::current().record("outcome", outcome.as_str());
 }
 
 async fn refuse_amount_mismatch(

@@ -94,6 +94,8 @@ pub const CRASH_POINTS: &str = "CRASH_POINTS";
 pub const CRASH_SEED: &str = "CRASH_SEED";
 /// Log filter (tracing `EnvFilter` syntax).
 pub const RUST_LOG: &str = "RUST_LOG";
+/// `text` (default) or `json`: the format of the log lines.
+pub const LOG_FORMAT: &str = "LOG_FORMAT";
 
 /// Every variable above: `.env.example` must explain each one (a test checks).
 pub const ALL: &[&str] = &[
@@ -142,6 +144,7 @@ pub const ALL: &[&str] = &[
     CRASH_POINTS,
     CRASH_SEED,
     RUST_LOG,
+    LOG_FORMAT,
 ];
 
 #[cfg(test)]

@@ -264,7 +264,10 @@ fn sandbox(
 /// step of their own.
 pub async fn run_from_env() -> std::process::ExitCode {
     use clap::Parser;
-    crate::telemetry::init();
+    if let Err(err) = crate::telemetry::try_init() {
+        eprintln!("error: {err}");
+        return std::process::ExitCode::from(2);
+    }
     let config = Config::parse();
     let result = async {
         if config.command == Some(Command::Migrate) {

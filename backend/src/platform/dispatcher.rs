@@ -6,6 +6,7 @@ use super::Platform;
 use crate::db::attempts::{self, AttemptRow};
 use sqlx::PgPool;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// How old an unsubmitted attempt must be before the dispatcher hands it over
 /// again: younger ones are still being handed over by the request that made them.
@@ -13,6 +14,8 @@ const DISPATCH_MIN_AGE_SECS: i64 = 5;
 
 /// Hands one committed attempt to the platform and records when that is done.
 /// Concurrent calls for the same attempt in this process collapse into one.
+#[tracing::instrument(name = "dispatch", skip_all,
+    fields(order_no = %attempt.order_no, payment_id = %attempt.payment_id))]
 pub async fn dispatch(
     db: &PgPool,
     platform: &Platform,
@@ -69,12 +72,17 @@ pub async fn run(db: PgPool, platform: Platform) {
         };
         for attempt in stuck {
             let (db, platform) = (db.clone(), platform.clone());
-            tokio::spawn(async move {
-                tracing::info!(payment_id = %attempt.payment_id, "handing over an attempt left unsubmitted");
-                if let Err(err) = dispatch(&db, &platform, &attempt).await {
-                    tracing::warn!(error = %err, payment_id = %attempt.payment_id, "hand-over failed; will retry");
+            let span = tracing::info_span!("dispatcher.resend",
+                order_no = %attempt.order_no, payment_id = %attempt.payment_id);
+            tokio::spawn(
+                async move {
+                    tracing::info!("handing over an attempt left unsubmitted");
+                    if let Err(err) = dispatch(&db, &platform, &attempt).await {
+                        tracing::warn!(error = %err, "hand-over failed; will retry");
+                    }
                 }
-            });
+                .instrument(span),
+            );
         }
     }
 }

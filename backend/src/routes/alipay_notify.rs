@@ -80,6 +80,8 @@ fn plain(status: StatusCode, text: &'static str) -> Response {
         (status = 413, description = "`fail`: larger than 64 KiB", body = String, content_type = "text/plain"),
         (status = 422, description = "`fail`: amount or currency differ from the order's (anomaly)", body = String, content_type = "text/plain"),
         (status = 503, description = "`fail`: the database is unavailable: deliver again", body = String, content_type = "text/plain")))]
+#[tracing::instrument(name = "alipay_notify", skip_all,
+    fields(callback_id = tracing::field::Empty, order_no = tracing::field::Empty))]
 pub async fn receive(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
@@ -171,6 +173,12 @@ async fn handle(
         }
     };
     let callback_id = notification.notify_id.clone();
+    // On the request's span too, so its closing line ("answered", "refused") names it.
+    tracing::Span::current().record("callback_id", callback_id.as_str());
+    tracing::Span::current().record(
+        "order_no",
+        tracing::field::display(&notification.out_trade_no),
+    );
     let span = tracing::info_span!("alipay_notification", callback_id = %callback_id,
         out_trade_no = %notification.out_trade_no,
         trade_status = ?notification.trade_status);

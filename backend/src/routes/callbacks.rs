@@ -87,7 +87,8 @@ pub async fn receive(
                 },
             )
             .await?;
-            tracing::warn!(callback_id, error = %err, "signed callback with a malformed body");
+            tracing::warn!(callback_id, outcome = CallbackOutcome::MalformedBody.as_str(), error = %err,
+                "signed callback with a malformed body");
             return Err(ApiError::BadRequest(format!(
                 "callback body is not a valid event: {err}"
             )));

@@ -27,6 +27,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// Header marking an answer as the replay of an earlier one.
@@ -34,7 +35,9 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// `POST /api/orders/{order_no}/pay`: the one winner of the token records the attempt; every
 /// other use of the token replays the stored answer (see the module doc).
-#[tracing::instrument(name = "pay", skip(state, body), fields(token_fp = %TokenFingerprint::of(body.request_token)))]
+#[tracing::instrument(name = "pay", skip(state, body, order_no),
+    fields(order_no = %order_no, token_fp = %TokenFingerprint::of(body.request_token),
+           payment_id = tracing::field::Empty))]
 #[utoipa::path(post, path = "/orders/{order_no}/pay", tag = "shopper", security(("session" = [])), request_body = PayRequest,
     params(("order_no" = String, Path, description = "The order number")),
     responses((status = 202, description = "The payment attempt (replays carry Idempotent-Replayed: true)", body = PayAccepted),
@@ -96,18 +99,25 @@ pub async fn pay(
     match start_attempt(&state, token, &binding).await {
         Ok(Started::New(attempt)) => {
             faults::crash_point("pay.after_commit");
+            record_payment_id(attempt.payment_id);
             tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
             let answer = stored_answer(&attempt, false);
             let (db, platform) = (state.db.clone(), state.platform.clone());
-            tokio::spawn(async move {
-                if let Err(err) = platform::dispatcher::dispatch(&db, &platform, &attempt).await {
-                    // The dispatcher loop re-sends it.
-                    tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
+            tokio::spawn(
+                async move {
+                    if let Err(err) =
+                        platform::dispatcher::dispatch(&db, &platform, &attempt).await
+                    {
+                        // The dispatcher loop re-sends it.
+                        tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
+                    }
                 }
-            });
+                .in_current_span(),
+            );
             Ok(answer)
         }
         Ok(Started::Joined(attempt)) => {
+            record_payment_id(attempt.payment_id);
             tracing::info!(%order_no, payment_id = %attempt.payment_id, "order already has a payment attempt; joined it");
             Ok(stored_answer(&attempt, true))
         }
@@ -123,6 +133,12 @@ pub async fn pay(
     }
 }
 
+/// Records the attempt's payment id on the current (`pay`) span: the lines
+/// logged after it, the hand-over's included, name it.
+fn record_payment_id(payment_id: Uuid) {
+    tracing::Span::current().record("payment_id", tracing::field::display(payment_id));
+}
+
 /// A token that Redis does not (or cannot) give us: answer from the database if
 /// the token already made an attempt, otherwise with `error`.
 async fn replay_or(
@@ -133,7 +149,8 @@ async fn replay_or(
 ) -> Result<Response, ApiError> {
     match attempts::find_by_token(&state.db, token).await? {
         Some(attempt) if attempt.order_no == order_no => {
-            tracing::info!(%order_no, "replaying the answer of an earlier submit");
+            record_payment_id(attempt.payment_id);
+            tracing::info!(%order_no, payment_id = %attempt.payment_id, "replaying the answer of an earlier submit");
             Ok(stored_answer(&attempt, true))
         }
         Some(_) => Err(ApiError::TokenInvalid(

@@ -65,6 +65,8 @@ fn fail_reply(refusal: Refusal) -> Response {
         (status = 413, description = "Larger than 64 KiB", body = FailReply),
         (status = 422, description = "Amount or currency differ from the order's (anomaly)", body = FailReply),
         (status = 503, description = "The database is unavailable: deliver again", body = FailReply)))]
+#[tracing::instrument(name = "wechatpay_notify", skip_all,
+    fields(callback_id = tracing::field::Empty, order_no = tracing::field::Empty))]
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -107,10 +109,15 @@ async fn handle(
         )
     })?;
     let callback_id = notification.id.clone();
+    // On the request's span too, so its closing line ("answered", "refused") names it.
+    tracing::Span::current().record("callback_id", callback_id.as_str());
     let span = tracing::info_span!("wechatpay_notification", callback_id = %callback_id,
         event_type = notification.event_type.as_str());
     let event = match span.in_scope(|| decode(&notification, settings)) {
-        Ok(event) => event,
+        Ok(event) => {
+            tracing::Span::current().record("order_no", event.data.order_no.as_str());
+            event
+        }
         Err(Decoded::Malformed(message)) => {
             record_malformed(state, &callback_id)
                 .instrument(span.clone())
@@ -118,6 +125,7 @@ async fn handle(
             return Err(Refusal::new(StatusCode::BAD_REQUEST, message));
         }
         Err(Decoded::OtherMerchant { order_no, details }) => {
+            tracing::Span::current().record("order_no", order_no.as_str());
             anomalies::record(
                 &state.db,
                 &callback_id,

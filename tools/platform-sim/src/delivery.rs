@@ -80,6 +80,8 @@ impl AttemptOutcome {
 pub(crate) trait Subject {
     /// The payment reported on (for a refund, the refunded payment).
     fn payment_id(&self) -> &str;
+    /// The merchant's order number the payment (or the refunded payment) is for.
+    fn order_no(&self) -> &str;
     /// The refund reported on; None for a payment's callbacks.
     fn refund_id(&self) -> Option<&str>;
     /// Where its callbacks are posted.
@@ -128,6 +130,10 @@ pub(crate) struct AlipayNotice<S> {
 impl<S: Subject> Subject for AlipayNotice<S> {
     fn payment_id(&self) -> &str {
         self.subject.payment_id()
+    }
+
+    fn order_no(&self) -> &str {
+        self.subject.order_no()
     }
 
     fn refund_id(&self) -> Option<&str> {
@@ -283,6 +289,8 @@ struct Callback {
     id: String,
     kind: CallbackType,
     payment_id: String,
+    /// The merchant's order number, named on every log line about the callback.
+    order_no: String,
     refund_id: Option<String>,
     notify_url: String,
     body: Vec<u8>,
@@ -342,6 +350,7 @@ impl Deliverer {
         if silent {
             tracing::info!(
                 payment_id = subject.payment_id(),
+                order_no = subject.order_no(),
                 refund_id = subject.refund_id(),
                 outcome = kind.as_str(),
                 ?platform,
@@ -434,6 +443,7 @@ impl Deliverer {
             id,
             kind,
             payment_id: subject.payment_id().to_owned(),
+            order_no: subject.order_no().to_owned(),
             refund_id: subject.refund_id().map(str::to_owned),
             notify_url: subject.notify_url().to_owned(),
             body,
@@ -514,6 +524,7 @@ impl Deliverer {
             tracing::info!(
                 callback_id = %callback.id,
                 payment_id = %callback.payment_id,
+                order_no = %callback.order_no,
                 refund_id = callback.refund_id.as_deref(),
                 kind = callback.kind.as_str(),
                 path,
@@ -608,17 +619,18 @@ fn log_attempt(
 ) {
     let id = &callback.id;
     let payment_id = &callback.payment_id;
+    let order_no = &callback.order_no;
     let refund_id = callback.refund_id.as_deref();
     let kind = callback.kind.as_str();
     let status = outcome.status();
     let error = outcome_error(outcome);
     if accepted {
-        tracing::info!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, "callback delivered");
+        tracing::info!(callback_id = %id, %payment_id, %order_no, refund_id, kind, path, attempt, status, "callback delivered");
     } else if let Some(wait) = next_wait {
-        tracing::warn!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, error,
+        tracing::warn!(callback_id = %id, %payment_id, %order_no, refund_id, kind, path, attempt, status, error,
             next_retry_in = ?wait, "callback not acknowledged; will retry");
     } else {
-        tracing::error!(callback_id = %id, %payment_id, refund_id, kind, path, attempt, status, error,
+        tracing::error!(callback_id = %id, %payment_id, %order_no, refund_id, kind, path, attempt, status, error,
             "callback not acknowledged and the schedule is exhausted; giving up");
     }
 }

@@ -535,6 +535,10 @@ impl Subject for StoredPayment {
         &self.payment_id
     }
 
+    fn order_no(&self) -> &str {
+        &self.request.order_no
+    }
+
     fn platform(&self) -> Platform {
         self.order
             .as_ref()

@@ -179,6 +179,10 @@ impl Subject for StoredRefund {
         &self.request.payment_id
     }
 
+    fn order_no(&self) -> &str {
+        &self.order_no
+    }
+
     fn platform(&self) -> Platform {
         self.extra
             .as_ref()
