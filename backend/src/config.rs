@@ -325,8 +325,9 @@ pub enum ConfigError {
     /// No platform chosen.
     #[error(
         "PLATFORM is not set: set PLATFORM=sandbox for the in-process sandbox platform \
-         (development and demos; no money moves) or PLATFORM=remote with PLATFORM_URL=<platform base URL> \
-         and WEBHOOK_SECRET"
+         (development and demos; no money moves), PLATFORM=wechatpay or PLATFORM=alipay with their \
+         WECHATPAY_* or ALIPAY_* settings (docs/PLATFORMS.md), or PLATFORM=remote with \
+         PLATFORM_URL=<platform base URL> and WEBHOOK_SECRET"
     )]
     NoPlatform,
     /// The sandbox asked of a build that does not contain it.
@@ -799,7 +800,9 @@ mod tests {
         let err = Config::default().settle().err();
         assert_eq!(err, Some(ConfigError::NoPlatform));
         let text = ConfigError::NoPlatform.to_string();
-        assert!(text.contains("PLATFORM=sandbox") && text.contains("PLATFORM=remote"));
+        for choice in ["sandbox", "remote", "wechatpay", "alipay"] {
+            assert!(text.contains(&format!("PLATFORM={choice}")), "{text}");
+        }
         assert!(!text.contains('\n'), "one line: {text}");
     }
 

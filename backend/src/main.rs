@@ -1,5 +1,5 @@
 //! The checkout backend: configuration from the environment, then serve.
-//! `PLATFORM` must be set (`sandbox` or `remote`); see `.env.example`.
+//! `PLATFORM` must be set (`sandbox`, `remote`, `wechatpay` or `alipay`); see `.env.example`.
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -7,7 +7,7 @@ use api_types::api::PlatformInfo;
 use axum::Json;
 use axum::extract::State;
 
-/// 200 `{"platform":"sandbox"|"remote","sandbox":bool,"demo_shoppers":[...]}`.
+/// 200 `{"platform":"sandbox"|"remote"|"wechatpay"|"alipay","sandbox":bool,"pays_by_qr_code":bool,"demo_shoppers":[...]}`.
 #[utoipa::path(get, path = "/platform", tag = "public",
     responses((status = 200, description = "Which platform takes the payments", body = PlatformInfo)))]
 pub async fn platform(State(state): State<AppState>) -> Json<PlatformInfo> {
