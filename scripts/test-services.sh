@@ -30,14 +30,15 @@ is_root() { [[ $(id -u) == 0 ]]; }
 as_pg() { if is_root; then runuser -u postgres -- "$@"; else "$@"; fi; }
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 used_ports=" "
+# Sets $port to a free port that this script has not handed out yet, below
+# Linux's ephemeral range (32768-60999), where outgoing connections take theirs.
+# Not called in $(...): a subshell would forget the ports already handed out.
 free_port() {
-    local port
     while :; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((20000 + RANDOM % 12000))
         [[ $used_ports == *" $port "* ]] && continue
         port_taken "$port" && continue
         used_ports+="$port "
-        echo "$port"
         return
     done
 }
@@ -52,8 +53,12 @@ fi
 tmp=$(mktemp -d /tmp/checkout-test-services.XXXXXX)
 chmod 755 "$tmp" # the postgres user must reach the clusters inside
 backend_pid=''
-PG_PORT=$(free_port) REDIS_PORT=$(free_port) OWN_PG_PORT=$(free_port) OWN_REDIS_PORT=$(free_port)
-BACKEND_PORT=$(free_port) CLOSED_PORT=$(free_port)
+free_port; PG_PORT=$port
+free_port; REDIS_PORT=$port
+free_port; OWN_PG_PORT=$port
+free_port; OWN_REDIS_PORT=$port
+free_port; BACKEND_PORT=$port
+free_port; CLOSED_PORT=$port
 REDIS_PASSWORD=test-services-secret
 
 cleanup() {
