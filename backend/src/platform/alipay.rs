@@ -47,7 +47,6 @@ use platform_protocols::money::Yuan;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The path Alipay posts notifications to, on `NOTIFY_BASE_URL`.
 pub const NOTIFY_PATH: &str = "/api/payments/callback/alipay";
@@ -110,9 +109,7 @@ fn fen(amount: Option<Yuan>) -> Option<i64> {
 
 impl Alipay {
     pub(super) fn new(settings: Arc<AlipaySettings>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()?;
+        let http = super::http_client()?;
         Ok(Self { http, settings })
     }
 

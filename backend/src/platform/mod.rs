@@ -296,6 +296,15 @@ impl Platform {
     }
 }
 
+/// The HTTP client every connector speaks to its platform with: a call that
+/// gets no answer within 10 s is no answer (the hand-over stays UNKNOWN, a
+/// query is asked again later).
+fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+}
+
 /// Where the checkout's own protocol posts its callbacks.
 pub const STANDARD_NOTIFY_PATH: &str = "/api/payments/callback";
 

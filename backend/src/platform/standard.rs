@@ -6,7 +6,6 @@
 
 use super::{CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
 use api_types::platform::{ALREADY_PAID, CreatePayment, CreateRefund, PaymentState, RefundState};
-use std::time::Duration;
 
 /// A platform at a base URL, spoken to with our protocol.
 #[derive(Clone)]
@@ -18,9 +17,7 @@ pub(super) struct Standard {
 impl Standard {
     /// A platform at `base_url` (e.g. `http://127.0.0.1:4000`).
     pub(super) fn new(base_url: &str) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()?;
+        let http = super::http_client()?;
         let base_url = base_url.trim_end_matches('/').to_owned();
         Ok(Self { http, base_url })
     }

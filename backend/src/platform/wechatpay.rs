@@ -30,7 +30,6 @@ use platform_protocols::wechatpay::{
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The path WeChat Pay posts notifications to, on `NOTIFY_BASE_URL`.
 pub const NOTIFY_PATH: &str = "/api/payments/callback/wechatpay";
@@ -66,13 +65,26 @@ impl Verified {
     fn describe(&self) -> String {
         format!("{}: {}", self.status, String::from_utf8_lossy(&self.body))
     }
+
+    /// A lookup's answer: `None` for 404 (WeChat Pay has no such thing), no
+    /// answer for any other failure; `what` names the call in the error.
+    fn found(self, what: &str) -> Result<Option<Self>, NoAnswer> {
+        if self.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !self.status.is_success() {
+            return Err(NoAnswer(anyhow::anyhow!(
+                "WeChat Pay answered the {what} with {}",
+                self.describe()
+            )));
+        }
+        Ok(Some(self))
+    }
 }
 
 impl WechatPay {
     pub(super) fn new(settings: Arc<WechatPaySettings>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()?;
+        let http = super::http_client()?;
         Ok(Self { http, settings })
     }
 
@@ -194,15 +206,9 @@ impl WechatPay {
             .call(Method::GET, &path, None)
             .await
             .map_err(NoAnswer)?;
-        if answer.status == StatusCode::NOT_FOUND {
+        let Some(answer) = answer.found("query")? else {
             return Ok(None);
-        }
-        if !answer.status.is_success() {
-            return Err(NoAnswer(anyhow::anyhow!(
-                "WeChat Pay answered the query with {}",
-                answer.describe()
-            )));
-        }
+        };
         let transaction: Transaction = answer.json().map_err(NoAnswer)?;
         self.check_merchant(&transaction.mchid, &transaction.appid)
             .map_err(NoAnswer)?;
@@ -323,15 +329,9 @@ impl WechatPay {
             .call(Method::GET, &paths::query_refund(refund.refund_no), None)
             .await
             .map_err(NoAnswer)?;
-        if answer.status == StatusCode::NOT_FOUND {
+        let Some(answer) = answer.found("refund query")? else {
             return Ok(None);
-        }
-        if !answer.status.is_success() {
-            return Err(NoAnswer(anyhow::anyhow!(
-                "WeChat Pay answered the refund query with {}",
-                answer.describe()
-            )));
-        }
+        };
         let found: wx::Refund = answer.json().map_err(NoAnswer)?;
         Ok(Some(refund_state(&found)))
     }
