@@ -20,7 +20,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --platform) PLATFORM="${2:?--platform needs sandbox, wechatpay or alipay}"; shift 2 ;;
         --platform=*) PLATFORM="${1#*=}"; shift ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 done
