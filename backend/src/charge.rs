@@ -248,11 +248,13 @@ pub async fn apply_callback(
         return Ok(ack);
     }
 
+    let started = std::time::Instant::now();
     let mut tx = db.begin().await?;
     match apply_in_tx(&mut tx, callback).await? {
         Applied::Done(outcome) => {
             faults::crash_point("callback.in_tx");
             tx.commit().await?;
+            crate::metrics::charge_transaction(started);
             faults::crash_point("callback.after_commit");
             record_outcome(outcome);
             tracing::info!(outcome = outcome.as_str(), "callback applied");
@@ -501,6 +503,7 @@ async fn answer_if_seen(
 /// every line logged after it (and the one reporting it) names it.
 fn record_outcome(outcome: CallbackOutcome) {
     tracing::Span::current().record("outcome", outcome.as_str());
+    crate::metrics::callback_result(outcome.as_str());
 }
 
 async fn refuse_amount_mismatch(

@@ -86,6 +86,12 @@ pub struct Config {
     #[arg(long, env = env::BIND_ADDR, default_value = "127.0.0.1:3000")]
     pub bind_addr: SocketAddr,
 
+    /// A second address serving only `GET /metrics`, without the admin token,
+    /// for a scraper on a private network. Unset: `/metrics` is served on the
+    /// main address, to the admin token only.
+    #[arg(long, env = env::METRICS_BIND_ADDR)]
+    pub metrics_bind_addr: Option<SocketAddr>,
+
     /// How long a request token stays valid, in seconds.
     #[arg(long, env = env::TOKEN_TTL_SECS, default_value_t = 900)]
     pub token_ttl_secs: u64,
@@ -228,6 +234,7 @@ impl Default for Config {
             redis_url: "redis://127.0.0.1:6379".into(),
             redis_key_prefix: "checkout:".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            metrics_bind_addr: None,
             token_ttl_secs: 900,
             order_ttl_secs: 1_800,
             platform: None,

@@ -16,6 +16,8 @@ pub const REDIS_URL: &str = "REDIS_URL";
 pub const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
 /// Address to listen on.
 pub const BIND_ADDR: &str = "BIND_ADDR";
+/// A second address serving only `/metrics`, without the admin token.
+pub const METRICS_BIND_ADDR: &str = "METRICS_BIND_ADDR";
 /// Seconds an order may stay unpaid before it is closed.
 pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
@@ -105,6 +107,7 @@ pub const ALL: &[&str] = &[
     REDIS_URL,
     REDIS_KEY_PREFIX,
     BIND_ADDR,
+    METRICS_BIND_ADDR,
     TOKEN_TTL_SECS,
     ORDER_TTL_SECS,
     PLATFORM,

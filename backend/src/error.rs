@@ -232,6 +232,9 @@ impl IntoResponse for ApiError {
             _ => None,
         };
         let mut response = (status, Json(ErrorBody::new(code, message))).into_response();
+        response
+            .extensions_mut()
+            .insert(crate::metrics::ErrorCodeTag(code.as_str()));
         if let Some(secs) = retry_after {
             response
                 .headers_mut()

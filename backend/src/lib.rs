@@ -19,6 +19,7 @@ pub mod faults;
 pub mod idempotency;
 pub mod invariants;
 pub mod limits;
+pub mod metrics;
 pub mod openapi;
 pub mod order_no;
 pub mod platform;

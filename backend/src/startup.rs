@@ -1,5 +1,6 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
+use crate::auth::bearer::{self, BearerKey};
 use crate::auth::session;
 use crate::config::{Command, Config, PlatformChoice};
 use crate::error::ApiError;
@@ -50,6 +51,8 @@ pub use crate::schema::MIGRATOR;
 /// A built application: bound to its port, migrated, ready to serve.
 pub struct Application {
     listener: TcpListener,
+    /// `METRICS_BIND_ADDR`: `/metrics` without a token.
+    metrics_listener: Option<TcpListener>,
     state: AppState,
     router: Router,
     query_schedule: crate::settlement::QuerySchedule,
@@ -63,6 +66,8 @@ impl Application {
     /// Refuses a configuration [`Config::settle`] refuses before connecting to anything.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let settled = config.settle()?;
+        // Installed before the first request is counted.
+        crate::metrics::handle();
         let db = crate::schema::prepare(
             &config.database_url,
             config
@@ -91,6 +96,16 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.bind_addr))?;
         let local = listener.local_addr()?;
+        let metrics_listener = match config.metrics_bind_addr {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr} (METRICS_BIND_ADDR)"))?;
+                tracing::info!(address = %listener.local_addr()?, "metrics served without a token on METRICS_BIND_ADDR");
+                Some(listener)
+            }
+            None => None,
+        };
         let callback_host = if local.ip().is_unspecified() {
             std::net::Ipv4Addr::LOCALHOST.into()
         } else {
@@ -181,6 +196,7 @@ impl Application {
         );
         Ok(Self {
             listener,
+            metrics_listener,
             state,
             router,
             query_schedule: config.query_schedule(),
@@ -190,6 +206,14 @@ impl Application {
     /// The port actually bound.
     pub fn port(&self) -> u16 {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The port of the `METRICS_BIND_ADDR` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.port())
     }
 
     /// The shared state (tests use its pool).
@@ -214,14 +238,30 @@ impl Application {
             max_connections: MAX_CONNECTIONS,
         };
         let server = serve::serve(self.listener, self.router, limits, shutdown_signal());
+        let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
         tokio::select! {
             result = server => result,
+            result = metrics => result,
+            () = crate::metrics::run_upkeep() => Ok(()),
             () = dispatcher => Ok(()),
             () = expiry => Ok(()),
             () = queries => Ok(()),
             () = refunds => Ok(()),
         }
     }
+}
+
+/// `GET /metrics` without a token on the `METRICS_BIND_ADDR` listener (and
+/// nothing else there); never ends when there is no such listener.
+async fn serve_metrics(listener: Option<TcpListener>, db: PgPool) -> std::io::Result<()> {
+    let Some(listener) = listener else {
+        return std::future::pending().await;
+    };
+    let app = Router::new().route(
+        "/metrics",
+        axum::routing::get(move || async move { crate::metrics::render(&db).await }),
+    );
+    axum::serve(listener, app).await
 }
 
 /// The in-process sandbox platform, announced loudly: nothing it "charges" is real.
@@ -316,12 +356,24 @@ pub struct WebSecurity {
     pub headers: SecurityHeaders,
 }
 
-/// The whole HTTP surface: `/healthz`, `/api/*`, and the payment page when `static_dir` is set.
+/// The whole HTTP surface: `/healthz`, `/metrics`, `/api/*`, and the payment page when `static_dir` is set.
 pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> Router {
+    let metrics = OpenApiRouter::new()
+        .routes(routes!(crate::metrics::metrics))
+        .route_layer(middleware::from_fn_with_state(
+            (state.clone(), BearerKey::Admin),
+            bearer::require,
+        ));
     let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(routes::health::healthz))
+        .merge(metrics)
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .split_for_parts();
+    // Every route's latency and outcome; after routing, so it knows the route.
+    let api = api.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::metrics::track,
+    ));
     let doc = crate::openapi::Document::new(&doc);
     let mut app = api.layer(axum::Extension(doc)).with_state(state);
     app = match static_dir {

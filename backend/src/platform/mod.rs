@@ -209,6 +209,22 @@ impl Platform {
         &self,
         attempt: &AttemptRow,
     ) -> Result<HandedOver, HandOverError> {
+        observed(
+            "hand_over",
+            self.hand_over_unobserved(attempt),
+            |result| match result {
+                Ok(_) => "accepted",
+                Err(HandOverError::Unknown(_)) => "unknown",
+                Err(HandOverError::Refused(_)) => "refused",
+            },
+        )
+        .await
+    }
+
+    async fn hand_over_unobserved(
+        &self,
+        attempt: &AttemptRow,
+    ) -> Result<HandedOver, HandOverError> {
         let request = CreatePayment {
             order_no: attempt.order_no.clone(),
             amount_cents: attempt.amount_cents,
@@ -236,6 +252,13 @@ impl Platform {
 
     /// Asks the platform where the payment stands. `None`: the platform does not have it.
     pub async fn query(&self, payment: PaymentRef<'_>) -> Result<Option<PaymentState>, NoAnswer> {
+        observed("query", self.query_unobserved(payment), found).await
+    }
+
+    async fn query_unobserved(
+        &self,
+        payment: PaymentRef<'_>,
+    ) -> Result<Option<PaymentState>, NoAnswer> {
         match &self.connector {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.query(payment).await,
@@ -247,6 +270,20 @@ impl Platform {
 
     /// Tells the platform to close the payment, so it can never be paid.
     pub async fn close(&self, payment: PaymentRef<'_>) -> Result<CloseAnswer, NoAnswer> {
+        observed(
+            "close",
+            self.close_unobserved(payment),
+            |result| match result {
+                Ok(CloseAnswer::Closed(_)) => "closed",
+                Ok(CloseAnswer::AlreadyPaid) => "already_paid",
+                Ok(CloseAnswer::NotFound) => "not_found",
+                Err(_) => "no_answer",
+            },
+        )
+        .await
+    }
+
+    async fn close_unobserved(&self, payment: PaymentRef<'_>) -> Result<CloseAnswer, NoAnswer> {
         match &self.connector {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.close(payment).await,
@@ -261,6 +298,22 @@ impl Platform {
     /// platform answered that it will not make it; any other error leaves it
     /// to the refund dispatcher.
     pub async fn refund(
+        &self,
+        refund: &crate::db::refunds::RefundRow,
+    ) -> Result<RefundState, RefundHandOverError> {
+        observed(
+            "refund",
+            self.refund_unobserved(refund),
+            |result| match result {
+                Ok(_) => "accepted",
+                Err(RefundHandOverError::Refused(_)) => "refused",
+                Err(RefundHandOverError::Unknown(_)) => "unknown",
+            },
+        )
+        .await
+    }
+
+    async fn refund_unobserved(
         &self,
         refund: &crate::db::refunds::RefundRow,
     ) -> Result<RefundState, RefundHandOverError> {
@@ -286,6 +339,13 @@ impl Platform {
         &self,
         refund: RefundRef<'_>,
     ) -> Result<Option<RefundState>, NoAnswer> {
+        observed("refund_query", self.query_refund_unobserved(refund), found).await
+    }
+
+    async fn query_refund_unobserved(
+        &self,
+        refund: RefundRef<'_>,
+    ) -> Result<Option<RefundState>, NoAnswer> {
         match &self.connector {
             #[cfg(feature = "sandbox")]
             Connector::Sandbox(sandbox) => sandbox.query_refund(refund.refund_no).await,
@@ -293,6 +353,28 @@ impl Platform {
             Connector::Wechatpay(wechatpay) => wechatpay.query_refund(refund).await,
             Connector::Alipay(alipay) => alipay.query_refund(refund).await,
         }
+    }
+}
+
+/// Runs one call to the platform and counts it ([`crate::metrics::platform_call`])
+/// under the result `label` gives it.
+async fn observed<T, E>(
+    operation: &'static str,
+    call: impl std::future::Future<Output = Result<T, E>>,
+    label: impl FnOnce(&Result<T, E>) -> &'static str,
+) -> Result<T, E> {
+    let started = std::time::Instant::now();
+    let result = call.await;
+    crate::metrics::platform_call(operation, label(&result), started);
+    result
+}
+
+/// The result label of a lookup: the platform had it, did not, or gave no answer.
+fn found<T>(result: &Result<Option<T>, NoAnswer>) -> &'static str {
+    match result {
+        Ok(Some(_)) => "found",
+        Ok(None) => "not_found",
+        Err(_) => "no_answer",
     }
 }
 

@@ -39,6 +39,7 @@
 
 use crate::db::{anomalies, refunds};
 use crate::error::ApiError;
+use crate::metrics::CallbackAnswer;
 use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
@@ -56,7 +57,7 @@ use time::format_description::well_known::Rfc3339;
 use tracing::Instrument;
 
 /// Alipay reads only whether the body is `success`; the reason goes to our log.
-fn fail_reply(refusal: Refusal) -> Response {
+fn fail_reply(refusal: &Refusal) -> Response {
     plain(refusal.status, NOTIFY_FAIL)
 }
 
@@ -87,14 +88,17 @@ pub async fn receive(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match handle(&state, body).await {
-        Ok(outcome) => {
-            tracing::info!(outcome, "Alipay notification answered success");
-            plain(StatusCode::OK, NOTIFY_SUCCESS)
+        Ok(answer) => {
+            tracing::info!(
+                outcome = answer.as_str(),
+                "Alipay notification answered success"
+            );
+            notify::acknowledged(answer, plain(StatusCode::OK, NOTIFY_SUCCESS))
         }
         Err(refusal) => {
-            tracing::warn!(status = refusal.status.as_u16(), message = %refusal.message,
+            tracing::warn!(status = refusal.status.as_u16(), code = refusal.code, message = %refusal.message,
                 "Alipay notification refused; it will be delivered again");
-            fail_reply(refusal)
+            refusal.tag(fail_reply(&refusal))
         }
     }
 }
@@ -102,7 +106,7 @@ pub async fn receive(
 async fn handle(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
-) -> Result<&'static str, Refusal> {
+) -> Result<CallbackAnswer, Refusal> {
     let Some(settings) = state.platform.alipay_settings() else {
         return Err(Refusal::new(
             StatusCode::NOT_FOUND,
@@ -147,7 +151,8 @@ async fn handle(
             return Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 "the notification is for another app_id",
-            ));
+            )
+            .counted_as(AnomalyKind::MerchantMismatch.as_str()));
         }
         // The signature verified, but the fields are not what they must be
         // (an amount that is not exact yuan, a missing notify_id, ...).
@@ -186,7 +191,7 @@ async fn handle(
         Ok(Some(event)) => event,
         Ok(None) => {
             tracing::info!(parent: &span, "Alipay notification changes nothing; acknowledged");
-            return Ok("nothing to change");
+            return Ok(CallbackAnswer::Ignored);
         }
         Err(message) => {
             record_malformed(state, &callback_id)

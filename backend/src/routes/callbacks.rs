@@ -7,15 +7,16 @@
 use crate::charge::{self, VerifiedCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::error::ApiError;
+use crate::metrics::CallbackAnswer;
 use crate::openapi::PublicErrors;
 use crate::state::AppState;
 use api_types::CallbackOutcome;
 use api_types::api::{CallbackAck, CallbackEvent};
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
 use sha2::{Digest, Sha256};
 
 /// The largest callback body we read.
@@ -38,7 +39,7 @@ pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<CallbackAck>, ApiError> {
+) -> Result<(Extension<CallbackAnswer>, Json<CallbackAck>), ApiError> {
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge(MAX_CALLBACK_BYTES)
@@ -101,5 +102,11 @@ pub async fn receive(
         event,
         origin: charge::Origin::Notification,
     };
-    charge::apply_callback(&state.db, &callback).await.map(Json)
+    let ack = charge::apply_callback(&state.db, &callback).await?;
+    let answer = if ack.duplicate {
+        CallbackAnswer::Duplicate
+    } else {
+        CallbackAnswer::Applied
+    };
+    Ok((Extension(answer), Json(ack)))
 }

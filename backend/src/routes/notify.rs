@@ -7,29 +7,58 @@
 use crate::charge::{self, VerifiedCallback};
 use crate::db::deliveries;
 use crate::error::ApiError;
+use crate::metrics::{CallbackAnswer, ErrorCodeTag};
 use crate::routes::callbacks::MAX_CALLBACK_BYTES;
 use crate::state::AppState;
-use api_types::CallbackOutcome;
 use api_types::api::CallbackEvent;
+use api_types::{CallbackOutcome, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
+use axum::response::Response;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-/// Why a notification is refused, with the status the platform is answered.
+/// Why a notification is refused, with the status the platform is answered
+/// and the code it is counted under ([`crate::metrics`]).
 pub(crate) struct Refusal {
     pub(crate) status: StatusCode,
     pub(crate) message: String,
+    pub(crate) code: &'static str,
 }
 
 impl Refusal {
+    /// A refusal with the code its status stands for.
     pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        let code = match status {
+            StatusCode::UNAUTHORIZED => ErrorCode::SignatureInvalid,
+            StatusCode::NOT_FOUND => ErrorCode::NotFound,
+            StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+            _ => ErrorCode::BadRequest,
+        };
         Self {
             status,
             message: message.into(),
+            code: code.as_str(),
         }
     }
+
+    /// The same refusal counted under another code.
+    pub(crate) fn counted_as(self, code: &'static str) -> Self {
+        Self { code, ..self }
+    }
+
+    /// The answer in the platform's words (`reply`), tagged with the refusal's code.
+    pub(crate) fn tag(&self, mut reply: Response) -> Response {
+        reply.extensions_mut().insert(ErrorCodeTag(self.code));
+        reply
+    }
+}
+
+/// An acknowledgement in the platform's words (`reply`), tagged with what was done.
+pub(crate) fn acknowledged(answer: CallbackAnswer, mut reply: Response) -> Response {
+    reply.extensions_mut().insert(answer);
+    reply
 }
 
 impl From<ApiError> for Refusal {
@@ -40,7 +69,11 @@ impl From<ApiError> for Refusal {
             StatusCode::INTERNAL_SERVER_ERROR | StatusCode::SERVICE_UNAVAILABLE => code.to_string(),
             _ => format!("{code}: {err}"),
         };
-        Self { status, message }
+        Self {
+            status,
+            message,
+            code: code.as_str(),
+        }
     }
 }
 
@@ -83,7 +116,7 @@ pub(crate) async fn apply(
     callback_id: String,
     event: CallbackEvent,
     span: tracing::Span,
-) -> Result<&'static str, Refusal> {
+) -> Result<CallbackAnswer, Refusal> {
     let body_sha256 = serde_json::to_vec(&event)
         .map(|canonical| hex::encode(Sha256::digest(canonical)))
         .map_err(|err| Refusal::from(ApiError::Internal(err.into())))?;
@@ -97,8 +130,8 @@ pub(crate) async fn apply(
         .instrument(span)
         .await?;
     Ok(if ack.duplicate {
-        "duplicate"
+        CallbackAnswer::Duplicate
     } else {
-        "applied"
+        CallbackAnswer::Applied
     })
 }

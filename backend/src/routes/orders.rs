@@ -186,6 +186,7 @@ pub async fn issue_request_token(
         .await
         .map_err(ApiError::TokenStoreUnavailable)?;
     orders::record_token_issued(&state.db, token, order_no.as_str(), expires_at).await?;
+    crate::metrics::token_issued();
     tracing::info!(%order_no, token_fp = %TokenFingerprint::of(token), "request token issued");
     Ok((
         StatusCode::CREATED,

@@ -65,7 +65,10 @@ pub async fn pay(
         .consume(token, order_no.as_str(), shopper_id)
         .await
     {
-        Ok(Consumed::Taken(binding)) => binding,
+        Ok(Consumed::Taken(binding)) => {
+            crate::metrics::token_consumed();
+            binding
+        }
         Ok(Consumed::OtherOrder(binding)) => {
             // Left in the store: the shopper's own submit on its order still works.
             tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order or by another shopper");

@@ -17,6 +17,7 @@
 use crate::config::WechatPaySettings;
 use crate::db::anomalies;
 use crate::error::ApiError;
+use crate::metrics::CallbackAnswer;
 use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
@@ -45,8 +46,8 @@ pub struct FailReply {
 }
 
 /// A refusal as WeChat Pay reads it: a 4xx/5xx with `{"code":"FAIL","message":...}`.
-fn fail_reply(refusal: Refusal) -> Response {
-    let NotificationReply { code, message } = NotificationReply::fail(refusal.message);
+fn fail_reply(refusal: &Refusal) -> Response {
+    let NotificationReply { code, message } = NotificationReply::fail(refusal.message.clone());
     (refusal.status, Json(FailReply { code, message })).into_response()
 }
 
@@ -73,14 +74,17 @@ pub async fn receive(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match handle(&state, &headers, body).await {
-        Ok(outcome) => {
-            tracing::info!(outcome, "WeChat Pay notification answered 204");
-            StatusCode::NO_CONTENT.into_response()
+        Ok(answer) => {
+            tracing::info!(
+                outcome = answer.as_str(),
+                "WeChat Pay notification answered 204"
+            );
+            notify::acknowledged(answer, StatusCode::NO_CONTENT.into_response())
         }
         Err(refusal) => {
-            tracing::warn!(status = refusal.status.as_u16(), message = %refusal.message,
+            tracing::warn!(status = refusal.status.as_u16(), code = refusal.code, message = %refusal.message,
                 "WeChat Pay notification refused; it will be delivered again");
-            fail_reply(refusal)
+            refusal.tag(fail_reply(&refusal))
         }
     }
 }
@@ -89,7 +93,7 @@ async fn handle(
     state: &AppState,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<&'static str, Refusal> {
+) -> Result<CallbackAnswer, Refusal> {
     let Some(settings) = state.platform.wechatpay_settings() else {
         return Err(Refusal::new(
             StatusCode::NOT_FOUND,
@@ -139,7 +143,8 @@ async fn handle(
             return Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 "the notification is for another merchant or app",
-            ));
+            )
+            .counted_as(AnomalyKind::MerchantMismatch.as_str()));
         }
     };
     notify::apply(state, callback_id, event, span).await

@@ -19,6 +19,7 @@ mod incident;
 mod lifecycle;
 mod limits;
 mod logs;
+mod metrics;
 mod openapi;
 mod orders;
 mod ownership;

@@ -7,6 +7,7 @@
 //! database and no order may be left stuck.
 
 mod crashes;
+mod metrics;
 mod outages;
 mod rig;
 mod scale_out;
