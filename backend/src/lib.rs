@@ -22,6 +22,7 @@ pub mod limits;
 pub mod openapi;
 pub mod order_no;
 pub mod platform;
+pub mod reconcile;
 pub mod refunds;
 pub mod routes;
 pub mod schema;
