@@ -160,9 +160,16 @@ impl Application {
             demo = config.demo,
             "checkout backend ready"
         );
-        let reconcile_at = (config.reconcile_daily
-            && settled.platform.kind() != crate::config::PlatformKind::Sandbox)
-            .then_some(config.reconcile_at_utc);
+        // Only the checkout's own protocol has bills to download (the sandbox's
+        // die with the process; WeChat Pay and Alipay bills are not fetched yet).
+        let has_bills = settled.platform.kind() == crate::config::PlatformKind::Remote;
+        if config.reconcile_daily && !has_bills {
+            tracing::info!(
+                platform = settled.platform.kind().as_str(),
+                "no daily bill reconciliation with this platform"
+            );
+        }
+        let reconcile_at = (config.reconcile_daily && has_bills).then_some(config.reconcile_at_utc);
         Ok(Self {
             listener,
             state,

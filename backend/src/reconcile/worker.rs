@@ -2,11 +2,13 @@
 //! `RECONCILE_AT_UTC` it reconciles the previous UTC day if
 //! `reconciliation_runs` has no row for it yet. Two instances may both start:
 //! the date's advisory lock makes the second wait, and it then stores nothing
-//! new. A failed attempt (platform down) is tried again on the next minute.
+//! new. A failed attempt (platform down) is tried again 10 minutes later.
 //!
-//! Off with `RECONCILE_DAILY=false`, and for the in-process sandbox, whose
-//! payments die with the process: after a restart its bill of yesterday would
-//! be empty and every booking of the day would read as missing from it.
+//! Started only for `PLATFORM=remote` and unless `RECONCILE_DAILY=false`: the
+//! in-process sandbox's payments die with the process (after a restart its
+//! bill of yesterday would be empty and every booking of the day would read as
+//! missing from it), and the WeChat Pay and Alipay connectors download no
+//! bills yet. It never returns: the serving process stops when a worker ends.
 
 use crate::platform::Platform;
 use sqlx::PgPool;
@@ -15,6 +17,9 @@ use time::{OffsetDateTime, Time};
 
 /// How often the worker looks at the clock.
 const TICK: Duration = Duration::from_secs(60);
+
+/// How long the worker waits after a failed reconciliation before trying again.
+const AFTER_FAILURE: Duration = Duration::from_secs(600);
 
 /// Parses `RECONCILE_AT_UTC`: `HH:MM`, 24-hour, UTC.
 pub fn parse_time_of_day(text: &str) -> Result<Time, String> {
@@ -57,7 +62,8 @@ pub async fn run(db: PgPool, platform: Platform, at: Time) {
                 }
             }
             Err(err) => {
-                tracing::error!(error = %err, %day, "daily reconciliation failed; trying again in a minute");
+                tracing::error!(error = %err, %day, "daily reconciliation failed; trying again in 10 minutes");
+                tokio::time::sleep(AFTER_FAILURE).await;
             }
         }
     }
