@@ -24,7 +24,10 @@ pub async fn lock_date(db: impl PgExecutor<'_>, date: Date) -> sqlx::Result<()> 
 
 /// CHARGE rows naming these platform payments, REFUND rows of these refund
 /// numbers, and every CHARGE and REFUND row booked in `[from, to)`.
-#[tracing::instrument(name = "db.reconciliation.ledger_rows", skip(db, payment_ids, refund_nos))]
+#[tracing::instrument(
+    name = "db.reconciliation.ledger_rows",
+    skip(db, payment_ids, refund_nos)
+)]
 pub async fn ledger_rows(
     db: impl PgExecutor<'_>,
     payment_ids: &[String],
@@ -71,7 +74,10 @@ pub async fn order_statuses(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|row| (row.order_no, row.status)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.order_no, row.status))
+        .collect())
 }
 
 /// Refunds with these numbers, and automatic refunds of these platform payments.

@@ -147,11 +147,9 @@ pub fn parse(text: &str) -> Result<Vec<BillRow>, BillFormatError> {
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(at, line)| {
             let line_no = at + 2;
-            parse_row(line_no, line.trim_end_matches('\r')).map_err(|reason| {
-                BillFormatError::Row {
-                    line: line_no,
-                    reason,
-                }
+            parse_row(line_no, line.trim_end_matches('\r')).map_err(|reason| BillFormatError::Row {
+                line: line_no,
+                reason,
             })
         })
         .collect()
@@ -170,7 +168,10 @@ fn parse_row(line: usize, text: &str) -> Result<BillRow, String> {
         return Err(format!("quoted fields are not read: {quoted:?}"));
     }
     let field = |name: &str| -> &str {
-        let at = COLUMNS.iter().position(|column| *column == name).unwrap_or(0);
+        let at = COLUMNS
+            .iter()
+            .position(|column| *column == name)
+            .unwrap_or(0);
         fields[at].trim()
     };
     let required = |name: &str| -> Result<String, String> {
@@ -189,7 +190,11 @@ fn parse_row(line: usize, text: &str) -> Result<BillRow, String> {
     let trade_state = match field("trade_state") {
         "SUCCESS" => TradeState::Success,
         "REFUND" => TradeState::Refund,
-        other => return Err(format!("trade_state {other:?} is neither SUCCESS nor REFUND")),
+        other => {
+            return Err(format!(
+                "trade_state {other:?} is neither SUCCESS nor REFUND"
+            ));
+        }
     };
     let refund = match trade_state {
         TradeState::Success => None,

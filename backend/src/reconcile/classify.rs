@@ -314,10 +314,13 @@ mod tests {
     #[test]
     fn a_charge_and_a_refund_that_agree_are_matched_and_nothing_else_is_reported() {
         let mut books = Books::default();
-        books.charges.insert("pay_1".into(), charge("pay_1", "ord_1", 2_450));
         books
-            .refunds_booked
-            .insert("rfd_1".into(), booked_refund("pay_1", "ord_1", "rfd_1", 450));
+            .charges
+            .insert("pay_1".into(), charge("pay_1", "ord_1", 2_450));
+        books.refunds_booked.insert(
+            "rfd_1".into(),
+            booked_refund("pay_1", "ord_1", "rfd_1", 450),
+        );
         books.booked_on_day = books
             .charges
             .values()
@@ -343,10 +346,13 @@ mod tests {
     #[test]
     fn another_amount_or_currency_is_an_amount_mismatch() {
         let mut books = Books::default();
-        books.charges.insert("pay_1".into(), charge("pay_1", "ord_1", 2_450));
         books
-            .refunds_booked
-            .insert("rfd_1".into(), booked_refund("pay_1", "ord_1", "rfd_1", 450));
+            .charges
+            .insert("pay_1".into(), charge("pay_1", "ord_1", 2_450));
+        books.refunds_booked.insert(
+            "rfd_1".into(),
+            booked_refund("pay_1", "ord_1", "rfd_1", 450),
+        );
         let mut in_yuan = payment("pay_1", "ord_1", 2_450);
         in_yuan.currency = Currency::CNY;
 
@@ -367,9 +373,15 @@ mod tests {
     #[test]
     fn a_payment_we_never_booked_is_missing_in_the_ledger_unless_the_order_is_closed_or_failed() {
         let mut books = Books::default();
-        books.orders.insert("ord_pending".into(), OrderStatus::Pending);
-        books.orders.insert("ord_closed".into(), OrderStatus::Closed);
-        books.orders.insert("ord_failed".into(), OrderStatus::Failed);
+        books
+            .orders
+            .insert("ord_pending".into(), OrderStatus::Pending);
+        books
+            .orders
+            .insert("ord_closed".into(), OrderStatus::Closed);
+        books
+            .orders
+            .insert("ord_failed".into(), OrderStatus::Failed);
         let bill = [
             payment("pay_1", "ord_pending", 100),
             payment("pay_2", "ord_unknown", 100),
@@ -392,16 +404,28 @@ mod tests {
     fn money_we_knowingly_give_back_is_matched_and_its_refund_checked_on_its_own_row() {
         let mut books = Books::default();
         books.orders.insert("ord_x".into(), OrderStatus::Closed);
-        let given_back = fact("rfd_auto", RefundRequester::Automatic, RefundStatus::Succeeded);
+        let given_back = fact(
+            "rfd_auto",
+            RefundRequester::Automatic,
+            RefundStatus::Succeeded,
+        );
         books.automatic.insert("pay_x".into(), given_back.clone());
         books.refunds.insert("rfd_auto".into(), given_back);
         books.refunds.insert(
             "rfd_pending".into(),
-            fact("rfd_pending", RefundRequester::Automatic, RefundStatus::Pending),
+            fact(
+                "rfd_pending",
+                RefundRequester::Automatic,
+                RefundStatus::Pending,
+            ),
         );
         books.refunds.insert(
             "rfd_failed".into(),
-            fact("rfd_failed", RefundRequester::Merchant, RefundStatus::Failed),
+            fact(
+                "rfd_failed",
+                RefundRequester::Merchant,
+                RefundStatus::Failed,
+            ),
         );
         let bill = [
             payment("pay_x", "ord_x", 10_000),
@@ -442,14 +466,23 @@ mod tests {
                 ("refund:rfd_1".into(), ReconClass::MissingInBill),
             ]
         );
-        assert!(items.iter().all(|item| item.bill.is_none() && item.ledger.is_some()));
+        assert!(
+            items
+                .iter()
+                .all(|item| item.bill.is_none() && item.ledger.is_some())
+        );
     }
 
     #[test]
     fn a_row_listed_twice_is_classed_once() {
         let mut books = Books::default();
-        books.charges.insert("pay_1".into(), charge("pay_1", "ord_1", 100));
-        let bill = [payment("pay_1", "ord_1", 100), payment("pay_1", "ord_1", 100)];
+        books
+            .charges
+            .insert("pay_1".into(), charge("pay_1", "ord_1", 100));
+        let bill = [
+            payment("pay_1", "ord_1", 100),
+            payment("pay_1", "ord_1", 100),
+        ];
 
         assert_eq!(classify(&bill, &books).len(), 1);
     }

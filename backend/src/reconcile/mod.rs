@@ -253,7 +253,14 @@ mod tests {
             parse_date("2026-12-03"),
             Ok(time::macros::date!(2026 - 12 - 03))
         );
-        for bad in ["2026-02-30", "2026-12-3", "20261203", "", "yesterday", "2026-12-03 "] {
+        for bad in [
+            "2026-02-30",
+            "2026-12-3",
+            "20261203",
+            "",
+            "yesterday",
+            "2026-12-03 ",
+        ] {
             assert!(parse_date(bad).is_err(), "{bad:?}");
         }
     }

@@ -66,11 +66,13 @@ async fn paid(app: &TestApp, amount: i64) -> Order {
 
 /// The platform payment id the ledger's CHARGE of the order names.
 async fn charged_payment(app: &TestApp, order_no: &str) -> String {
-    sqlx::query_scalar("SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'")
-        .bind(order_no)
-        .fetch_one(&app.db)
-        .await
-        .expect("the order was charged")
+    sqlx::query_scalar(
+        "SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+    )
+    .bind(order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("the order was charged")
 }
 
 /// Row counts of both tables a reconciliation writes, and the anomalies.
@@ -214,10 +216,16 @@ async fn each_disagreement_of_the_bill_is_found_once_as_its_class_with_its_anoma
         .daily_bill(today())
         .contains(&unbooked.order_no)
     {
-        assert!(started.elapsed() < Duration::from_secs(10), "never collected");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never collected"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(app.order(&unbooked.order_no).await.status, OrderStatus::Pending);
+    assert_eq!(
+        app.order(&unbooked.order_no).await.status,
+        OrderStatus::Pending
+    );
 
     let report = reconcile(&app.db, &rig.platform, today())
         .await
@@ -323,7 +331,8 @@ async fn run_reconcile(rig: &Rig, args: &[&str], platform_url: &str) -> std::pro
 async fn the_reconcile_command_prints_its_summary_and_refuses_bad_dates_and_a_silent_platform() {
     let rig = rig(|_| {}).await;
     let yesterday = today().previous_day().expect("a day").to_string();
-    let stderr = |output: &std::process::Output| String::from_utf8_lossy(&output.stderr).into_owned();
+    let stderr =
+        |output: &std::process::Output| String::from_utf8_lossy(&output.stderr).into_owned();
 
     let bad = run_reconcile(&rig, &["--date", "2026-02-30"], &rig.platform_url).await;
     assert!(!bad.status.success());
@@ -331,7 +340,11 @@ async fn the_reconcile_command_prints_its_summary_and_refuses_bad_dates_and_a_si
 
     let not_over = run_reconcile(&rig, &["--date", &today().to_string()], &rig.platform_url).await;
     assert_eq!(not_over.status.code(), Some(2), "{}", stderr(&not_over));
-    assert!(stderr(&not_over).contains("not over yet"), "{}", stderr(&not_over));
+    assert!(
+        stderr(&not_over).contains("not over yet"),
+        "{}",
+        stderr(&not_over)
+    );
 
     let port = testkit::free_port().expect("a free port");
     let silent = run_reconcile(

@@ -67,10 +67,9 @@ pub const TRADE_REFUND: &str = "REFUND";
 pub fn parse_date(text: &str) -> Result<Date, SimError> {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     let well_formed = text.len() == 10
-        && text
-            .bytes()
-            .enumerate()
-            .all(|(at, byte)| matches!(at, 4 | 7) == (byte == b'-') && (byte == b'-' || byte.is_ascii_digit()));
+        && text.bytes().enumerate().all(|(at, byte)| {
+            matches!(at, 4 | 7) == (byte == b'-') && (byte == b'-' || byte.is_ascii_digit())
+        });
     well_formed
         .then(|| Date::parse(text, format).ok())
         .flatten()
@@ -119,7 +118,11 @@ pub(crate) fn write(date: Date, book: &PaymentBook) -> String {
     let on_date = |at: Option<OffsetDateTime>| {
         at.filter(|at| at.to_offset(time::UtcOffset::UTC).date() == date)
     };
-    let rate = format!("{}.{:02}%", FEE_RATE_PER_MILLE / 10, (FEE_RATE_PER_MILLE % 10) * 10);
+    let rate = format!(
+        "{}.{:02}%",
+        FEE_RATE_PER_MILLE / 10,
+        (FEE_RATE_PER_MILLE % 10) * 10
+    );
     let mut lines = Vec::new();
     for payment in book.all() {
         if payment.status != PaymentStatus::Succeeded || payment.chaos.bill_omit {

@@ -301,7 +301,12 @@ pub struct SimArgs {
     pub bill_omit: bool,
 
     /// Chaos: list every payment and refund on the daily bill with its amount changed by this many minor units.
-    #[arg(long, env = "SIM_BILL_AMOUNT_DELTA_CENTS", default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        env = "SIM_BILL_AMOUNT_DELTA_CENTS",
+        default_value_t = 0,
+        allow_hyphen_values = true
+    )]
     pub bill_amount_delta_cents: i64,
 
     /// Also speak WeChat Pay API v3, with the key set `platform-sim keys DIR` wrote into this directory.
