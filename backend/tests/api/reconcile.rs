@@ -373,3 +373,40 @@ async fn the_reconcile_command_prints_its_summary_and_refuses_bad_dates_and_a_si
     }
     assert_eq!(rig.app.count("reconciliation_runs").await, 1);
 }
+
+#[tokio::test]
+async fn the_admin_view_of_a_day_needs_the_token_and_a_date_and_shows_a_day_not_reconciled_yet() {
+    let app = crate::helpers::spawn_app().await;
+    let get = |path: String, token: Option<&'static str>| {
+        let mut request = app.http.get(app.url(&path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+
+    let stranger = get(format!("/api/admin/reconciliations/{}", today()), None)
+        .await
+        .expect("request sent");
+    assert_eq!(stranger.status(), StatusCode::UNAUTHORIZED);
+    let bad = get(
+        "/api/admin/reconciliations/2026-13-01".to_owned(),
+        Some(ADMIN_TOKEN),
+    )
+    .await
+    .expect("request sent");
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(crate::helpers::error_code(bad).await, "BAD_REQUEST");
+    let pending = get(
+        format!("/api/admin/reconciliations/{}", today()),
+        Some(ADMIN_TOKEN),
+    )
+    .await
+    .expect("request sent");
+    assert_eq!(pending.status(), StatusCode::OK);
+    let view: Reconciliation = pending.json().await.expect("a reconciliation");
+    assert_eq!(view.reconciled_at, None);
+    assert!(view.items.is_empty());
+    assert_eq!(view.counts.len(), ReconClass::ALL.len());
+    assert!(view.counts.iter().all(|count| count.count == 0));
+}

@@ -247,6 +247,23 @@ mod tests {
     }
 
     #[test]
+    fn bill_knobs_default_to_a_true_bill_and_round_trip() {
+        let chaos: Chaos = serde_json::from_value(json!({
+            "bill_omit": true,
+            "bill_amount_delta_cents": -5
+        }))
+        .expect("parses");
+        assert!(chaos.bill_omit);
+        assert_eq!(chaos.bill_amount_delta_cents, -5);
+        let written = serde_json::to_value(&chaos).expect("serialises");
+        assert_eq!(written["bill_omit"], true);
+        assert_eq!(written["bill_amount_delta_cents"], -5);
+        let off = Chaos::default();
+        assert!(!off.bill_omit);
+        assert_eq!(off.bill_amount_delta_cents, 0);
+    }
+
+    #[test]
     fn unknown_knobs_and_bad_durations_are_rejected() {
         assert!(serde_json::from_value::<Chaos>(json!({"copies": 2})).is_err());
         assert!(serde_json::from_value::<Chaos>(json!({"drop_callback": true})).is_err());

@@ -482,6 +482,13 @@ mod tests {
         assert_eq!(plain, Chaos::default());
     }
 
+    #[test]
+    fn bill_flags_build_the_bill_knobs() {
+        let config = parse(&["--bill-omit", "--bill-amount-delta-cents", "-100"]);
+        assert!(config.chaos.bill_omit);
+        assert_eq!(config.chaos.bill_amount_delta_cents, -100);
+    }
+
     /// A key set written into a temporary directory, for the `--*-keys` flags.
     struct KeyDir {
         dir: tempfile::TempDir,

@@ -76,7 +76,7 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set),
+//! [`error`] (error answers), [`bill`] (the daily bill), [`keys`] (the `keys DIR` command's key set),
 //! [`wechatpay`] and [`alipay`] (the real platforms' protocols).
 
 #![warn(missing_docs)]
