@@ -449,13 +449,15 @@ mod tests {
 
     #[test]
     fn a_booked_row_the_bill_lacks_is_missing_in_the_bill_unless_billed_on_another_day() {
-        let mut books = Books::default();
-        books.booked_on_day = vec![
-            charge("pay_1", "ord_1", 100),
-            charge("pay_2", "ord_2", 100),
-            booked_refund("pay_1", "ord_1", "rfd_1", 50),
-        ];
-        books.billed_elsewhere.insert("payment:pay_2".into());
+        let books = Books {
+            booked_on_day: vec![
+                charge("pay_1", "ord_1", 100),
+                charge("pay_2", "ord_2", 100),
+                booked_refund("pay_1", "ord_1", "rfd_1", 50),
+            ],
+            billed_elsewhere: ["payment:pay_2".to_owned()].into(),
+            ..Books::default()
+        };
 
         let items = classify(&[], &books);
 
