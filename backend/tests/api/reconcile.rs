@@ -284,6 +284,72 @@ async fn each_disagreement_of_the_bill_is_found_once_as_its_class_with_its_anoma
 }
 
 #[tokio::test]
+async fn money_the_checkout_knowingly_gives_back_is_matched_not_missing_from_the_ledger() {
+    let rig = rig(|_| {}).await;
+    let app = &rig.app;
+    let order = paid(app, 2_500).await;
+    // A second payment for the paid order, made at the platform: the checkout
+    // cannot book it and gives it back in full by an automatic refund.
+    let (second, _) = rig
+        .simulator
+        .create_payment(
+            &uuid::Uuid::new_v4().to_string(),
+            platform_sim::CreatePayment {
+                order_no: order.order_no.clone(),
+                amount_cents: order.amount_cents,
+                currency: order.currency,
+                notify_url: app.url("/api/payments/callback"),
+                merchant_reference: Some(uuid::Uuid::new_v4().to_string()),
+            },
+        )
+        .await
+        .expect("the platform takes the payment");
+    let started = Instant::now();
+    let refund_no: String = loop {
+        let settled: Option<String> = sqlx::query_scalar(
+            "SELECT refund_no FROM refunds
+             WHERE platform_payment_id = $1 AND requested_by = 'automatic' AND status = 'SUCCEEDED'",
+        )
+        .bind(&second.payment_id)
+        .fetch_optional(&app.db)
+        .await
+        .expect("refunds");
+        if let Some(refund_no) = settled {
+            break refund_no;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the second payment was not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let anomalies_before = app.count("anomalies").await;
+
+    let report = reconcile(&app.db, &rig.platform, today())
+        .await
+        .expect("reconciled");
+
+    assert_eq!(report.bill_rows, 3, "{:#?}", report.items);
+    assert_eq!(
+        class_of(&report, &format!("payment:{}", second.payment_id)),
+        Some(ReconClass::Matched)
+    );
+    assert_eq!(
+        class_of(&report, &format!("refund:{refund_no}")),
+        Some(ReconClass::Matched)
+    );
+    assert_eq!(
+        class_of(
+            &report,
+            &format!("payment:{}", charged_payment(app, &order.order_no).await)
+        ),
+        Some(ReconClass::Matched)
+    );
+    assert_eq!(report.mismatches().count(), 0, "{:#?}", report.items);
+    assert_eq!(app.count("anomalies").await, anomalies_before);
+}
+
+#[tokio::test]
 async fn the_daily_worker_reconciles_yesterday_once_its_time_of_day_has_come() {
     let rig = rig(|c| {
         c.reconcile_daily = true;
