@@ -152,6 +152,8 @@ BEGIN
             ('public', 'payment_ledger',        'SELECT, INSERT'),
             ('public', 'callback_deliveries',   'SELECT, INSERT'),
             ('public', 'anomalies',             'SELECT, INSERT'),
+            ('public', 'reconciliation_items',  'SELECT, INSERT'),
+            ('public', 'reconciliation_runs',   'SELECT, INSERT'),
             -- The backend checks at start that the schema is current.
             ('public', '_sqlx_migrations',      'SELECT'),
             -- Sessions are written at every request and deleted at sign-out and expiry.

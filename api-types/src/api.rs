@@ -7,7 +7,7 @@
 //! integer minor units.
 
 pub use crate::enums::CallbackType;
-use crate::enums::{AnomalyKind, CallbackOutcome, LedgerKind};
+use crate::enums::{AnomalyKind, CallbackOutcome, LedgerKind, ReconClass};
 use crate::money::Currency;
 use crate::status::OrderStatus;
 use serde::{Deserialize, Serialize};
@@ -456,6 +456,50 @@ pub struct Anomaly {
     /// When it was raised.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+}
+
+/// `GET /api/admin/reconciliations/{date}`: how the platform's bill of a UTC
+/// day compared with the ledger.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reconciliation {
+    /// The bill's day, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// When the date was reconciled; null when it has not been yet.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub reconciled_at: Option<OffsetDateTime>,
+    /// Rows the bill had when the date was reconciled; null when it has not been yet.
+    pub bill_rows: Option<i32>,
+    /// How many rows fell into each class (every class is listed, 0 included).
+    pub counts: Vec<ReconCount>,
+    /// Every row, mismatches first, then by key.
+    pub items: Vec<ReconItem>,
+}
+
+/// How many rows of a reconciliation fell into one class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconCount {
+    /// The class.
+    pub class: ReconClass,
+    /// Its rows.
+    pub count: i64,
+}
+
+/// One row of a reconciliation: a bill row, or a ledger row the bill lacks.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReconItem {
+    /// `payment:<platform payment id>` or `refund:<refund number>`.
+    pub row_key: String,
+    /// How it compared.
+    pub class: ReconClass,
+    /// The order concerned.
+    pub order_no: String,
+    /// What the bill said; null when the bill lacks the row.
+    pub bill: Option<serde_json::Value>,
+    /// What we hold; null when we hold nothing.
+    pub ledger: Option<serde_json::Value>,
 }
 
 /// `GET /api/platform`: which payment platform takes the payments.

@@ -156,6 +156,43 @@ text_enum! {
         RefundFailed = "REFUND_FAILED",
         /// A signed notification for another merchant or app than ours: refused.
         MerchantMismatch = "MERCHANT_MISMATCH",
+        /// The platform's daily bill lists money we never booked.
+        MissingInLedger = "MISSING_IN_LEDGER",
+        /// We booked money the platform's daily bill does not list.
+        MissingInBill = "MISSING_IN_BILL",
+        /// The daily bill and we disagree on where a payment or refund stands.
+        StateMismatch = "STATE_MISMATCH",
+    }
+}
+
+text_enum! {
+    /// How a row of the platform's daily bill compares with the ledger
+    /// (`reconciliation_items.class`). Every class but `MATCHED` is also an
+    /// anomaly of the same name.
+    pub enum ReconClass ("reconciliation class") {
+        /// The bill and the ledger agree: same money, same state.
+        Matched = "MATCHED",
+        /// The platform collected (or gave back) money we never booked.
+        MissingInLedger = "MISSING_IN_LEDGER",
+        /// We booked money the platform does not list.
+        MissingInBill = "MISSING_IN_BILL",
+        /// The same payment or refund with another amount or currency.
+        AmountMismatch = "AMOUNT_MISMATCH",
+        /// The bill lists it as done while we hold it as closed, failed or pending.
+        StateMismatch = "STATE_MISMATCH",
+    }
+}
+
+impl ReconClass {
+    /// The anomaly a row of this class raises; `None` for a match.
+    pub const fn anomaly(self) -> Option<AnomalyKind> {
+        match self {
+            Self::Matched => None,
+            Self::MissingInLedger => Some(AnomalyKind::MissingInLedger),
+            Self::MissingInBill => Some(AnomalyKind::MissingInBill),
+            Self::AmountMismatch => Some(AnomalyKind::AmountMismatch),
+            Self::StateMismatch => Some(AnomalyKind::StateMismatch),
+        }
     }
 }
 
@@ -225,12 +262,14 @@ mod tests {
         round_trips(LedgerKind::ALL, LedgerKind::as_str);
         round_trips(RefundStatus::ALL, RefundStatus::as_str);
         round_trips(RefundRequester::ALL, RefundRequester::as_str);
+        round_trips(ReconClass::ALL, ReconClass::as_str);
         round_trips(&OrderStatus::ALL, OrderStatus::as_str);
     }
 
     #[test]
     fn spellings_are_unique_within_each_set() {
-        let sets: [Vec<&str>; 4] = [
+        let sets: [Vec<&str>; 5] = [
+            ReconClass::ALL.iter().map(|v| v.as_str()).collect(),
             CallbackType::ALL.iter().map(|v| v.as_str()).collect(),
             CallbackOutcome::ALL.iter().map(|v| v.as_str()).collect(),
             AnomalyKind::ALL.iter().map(|v| v.as_str()).collect(),
@@ -297,6 +336,16 @@ mod tests {
     }
 
     #[test]
+    fn every_mismatch_class_is_an_anomaly_of_its_own_name() {
+        for class in ReconClass::ALL {
+            match class.anomaly() {
+                None => assert_eq!(*class, ReconClass::Matched),
+                Some(kind) => assert_eq!(kind.as_str(), class.as_str()),
+            }
+        }
+    }
+
+    #[test]
     fn each_set_equals_its_database_check_list() {
         assert_eq!(
             names(&OrderStatus::ALL, OrderStatus::as_str),
@@ -321,6 +370,10 @@ mod tests {
         assert_eq!(
             names(RefundRequester::ALL, RefundRequester::as_str),
             sorted(database_check_list("refunds", "requested_by"))
+        );
+        assert_eq!(
+            names(ReconClass::ALL, ReconClass::as_str),
+            sorted(database_check_list("reconciliation_items", "class"))
         );
         // `outcome` columns carry no CHECK: the enum is the only list.
     }

@@ -8,7 +8,7 @@
 //! named type: sqlx's derive for enums would declare a type by name, and binding
 //! such a value makes each new connection look its OID up first.
 
-use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind};
+use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, ReconClass};
 use crate::{AttemptStatus, Currency, OrderStatus, RefundRequester, RefundStatus};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
@@ -53,4 +53,5 @@ text_column!(
     LedgerKind,
     RefundStatus,
     RefundRequester,
+    ReconClass,
 );

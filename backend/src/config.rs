@@ -196,6 +196,17 @@ pub struct Config {
     #[arg(long, env = env::DATABASE_MAX_CONNECTIONS, default_value_t = 20)]
     pub database_max_connections: u32,
 
+    /// Time of day (`HH:MM`, UTC) from which the daily worker reconciles the
+    /// previous day's bill (once; see `backend reconcile`).
+    #[arg(long, env = env::RECONCILE_AT_UTC, default_value = "10:00",
+        value_parser = crate::reconcile::worker::parse_time_of_day)]
+    pub reconcile_at_utc: time::Time,
+
+    /// Run the daily reconciliation worker in this process (never with the sandbox).
+    #[arg(long, env = env::RECONCILE_DAILY, default_value_t = true,
+        action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub reconcile_daily: bool,
+
     /// What to do instead of serving.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -208,6 +219,15 @@ pub enum Command {
     /// session table, with DATABASE_MIGRATION_URL (else DATABASE_URL); print what
     /// was done and exit. For deploys that migrate in a step of their own.
     Migrate,
+    /// Download the platform's bill of one UTC day (PLATFORM=remote) and compare
+    /// it with the ledger in DATABASE_URL; print a summary per class and every
+    /// mismatch (each also an anomaly). Again for the same day: nothing new is
+    /// stored. Exit 0 when reconciled (mismatches or not), 1 when it could not be.
+    Reconcile {
+        /// The day, `YYYY-MM-DD` (UTC); it must be over.
+        #[arg(long, value_parser = crate::reconcile::parse_date)]
+        date: time::Date,
+    },
 }
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
@@ -257,6 +277,8 @@ impl Default for Config {
             query_every_secs: 300,
             query_retries: 5,
             database_max_connections: 20,
+            reconcile_at_utc: time::macros::time!(10:00),
+            reconcile_daily: true,
             command: None,
         }
     }

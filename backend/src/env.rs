@@ -90,6 +90,10 @@ pub const QUERY_AFTER_SECS: &str = "QUERY_AFTER_SECS";
 pub const QUERY_EVERY_SECS: &str = "QUERY_EVERY_SECS";
 /// Queries after the first before STUCK_PAYMENT.
 pub const QUERY_RETRIES: &str = "QUERY_RETRIES";
+/// `HH:MM` (UTC): from this time of day on, the daily worker reconciles the previous day's bill.
+pub const RECONCILE_AT_UTC: &str = "RECONCILE_AT_UTC";
+/// `false`: no daily reconciliation worker in this process.
+pub const RECONCILE_DAILY: &str = "RECONCILE_DAILY";
 /// Crash points (`name=probability,...`); read only by builds with the `fault-injection` feature.
 pub const CRASH_POINTS: &str = "CRASH_POINTS";
 /// Seed of the crash-point dice; read only by builds with the `fault-injection` feature.
@@ -144,6 +148,8 @@ pub const ALL: &[&str] = &[
     QUERY_AFTER_SECS,
     QUERY_EVERY_SECS,
     QUERY_RETRIES,
+    RECONCILE_AT_UTC,
+    RECONCILE_DAILY,
     CRASH_POINTS,
     CRASH_SEED,
     RUST_LOG,

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod order_no;
 pub mod platform;
+pub mod reconcile;
 pub mod refunds;
 pub mod routes;
 pub mod schema;

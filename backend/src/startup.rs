@@ -56,6 +56,8 @@ pub struct Application {
     state: AppState,
     router: Router,
     query_schedule: crate::settlement::QuerySchedule,
+    /// When the daily reconciliation worker runs (UTC time of day); None: it does not.
+    reconcile_at: Option<time::Time>,
 }
 
 impl Application {
@@ -117,28 +119,7 @@ impl Application {
                 std::net::SocketAddr::new(callback_host, local.port())
             )
         });
-        let platform = match &settled.platform {
-            PlatformChoice::Remote { url } => {
-                tracing::info!(platform = %url, "payments go to a remote platform");
-                Platform::remote(url, notify_base)?
-            }
-            PlatformChoice::Wechatpay(settings) => {
-                tracing::info!(api = %settings.api_url, mchid = %settings.merchant.mchid,
-                    appid = %settings.appid, merchant_serial = %settings.merchant.serial_no,
-                    platform_serial = %settings.platform.serial, "payments go to WeChat Pay (API v3)");
-                Platform::wechatpay(settings.as_ref().clone(), notify_base)?
-            }
-            PlatformChoice::Alipay(settings) => {
-                tracing::info!(gateway = %settings.gateway_url, app_id = %settings.app_id,
-                    alipay_public_key = %settings.alipay_public_key.fingerprint(),
-                    "payments go to Alipay (open platform)");
-                Platform::alipay(settings.as_ref().clone(), notify_base)?
-            }
-            PlatformChoice::Sandbox {
-                callback_delay,
-                drop_callbacks,
-            } => sandbox(&webhook, *callback_delay, *drop_callbacks, notify_base)?,
-        };
+        let platform = connect_platform(&settled.platform, &webhook, notify_base)?;
         tracing::info!(notify_url = %platform.notify_url(), "the platform posts its notifications here");
 
         let reset = platform.forget_in_process_hand_overs(&db).await?;
@@ -194,12 +175,23 @@ impl Application {
             demo = config.demo,
             "checkout backend ready"
         );
+        // Only the checkout's own protocol has bills to download (the sandbox's
+        // die with the process; WeChat Pay and Alipay bills are not fetched yet).
+        let has_bills = settled.platform.kind() == crate::config::PlatformKind::Remote;
+        if config.reconcile_daily && !has_bills {
+            tracing::info!(
+                platform = settled.platform.kind().as_str(),
+                "no daily bill reconciliation with this platform"
+            );
+        }
+        let reconcile_at = (config.reconcile_daily && has_bills).then_some(config.reconcile_at_utc);
         Ok(Self {
             listener,
             metrics_listener,
             state,
             router,
             query_schedule: config.query_schedule(),
+            reconcile_at,
         })
     }
 
@@ -237,12 +229,26 @@ impl Application {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
         };
+        let reconciliation = {
+            let (db, platform, at) = (
+                self.state.db.clone(),
+                self.state.platform.clone(),
+                self.reconcile_at,
+            );
+            async move {
+                match at {
+                    Some(at) => crate::reconcile::worker::run(db, platform, at).await,
+                    None => std::future::pending::<()>().await,
+                }
+            }
+        };
         let server = serve::serve(self.listener, self.router, limits, shutdown_signal());
         let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
         tokio::select! {
             result = server => result,
             result = metrics => result,
             () = crate::metrics::run_upkeep() => Ok(()),
+            () = reconciliation => Ok(()),
             () = dispatcher => Ok(()),
             () = expiry => Ok(()),
             () = queries => Ok(()),
@@ -262,6 +268,36 @@ async fn serve_metrics(listener: Option<TcpListener>, db: PgPool) -> std::io::Re
         axum::routing::get(move || async move { crate::metrics::render(&db).await }),
     );
     axum::serve(listener, app).await
+}
+
+/// The connector for the platform chosen, its choice logged.
+fn connect_platform(
+    choice: &PlatformChoice,
+    webhook: &callback_signing::CallbackSecret,
+    notify_base: String,
+) -> anyhow::Result<Platform> {
+    Ok(match choice {
+        PlatformChoice::Remote { url } => {
+            tracing::info!(platform = %url, "payments go to a remote platform");
+            Platform::remote(url, notify_base)?
+        }
+        PlatformChoice::Wechatpay(settings) => {
+            tracing::info!(api = %settings.api_url, mchid = %settings.merchant.mchid,
+                appid = %settings.appid, merchant_serial = %settings.merchant.serial_no,
+                platform_serial = %settings.platform.serial, "payments go to WeChat Pay (API v3)");
+            Platform::wechatpay(settings.as_ref().clone(), notify_base)?
+        }
+        PlatformChoice::Alipay(settings) => {
+            tracing::info!(gateway = %settings.gateway_url, app_id = %settings.app_id,
+                alipay_public_key = %settings.alipay_public_key.fingerprint(),
+                "payments go to Alipay (open platform)");
+            Platform::alipay(settings.as_ref().clone(), notify_base)?
+        }
+        PlatformChoice::Sandbox {
+            callback_delay,
+            drop_callbacks,
+        } => sandbox(webhook, *callback_delay, *drop_callbacks, notify_base)?,
+    })
 }
 
 /// The in-process sandbox platform, announced loudly: nothing it "charges" is real.
@@ -302,6 +338,12 @@ fn sandbox(
 /// `backend migrate` applies the migrations (with `DATABASE_MIGRATION_URL`, else
 /// `DATABASE_URL`), prints what it did and exits 0, for deploys that migrate in a
 /// step of their own.
+///
+/// `backend reconcile --date YYYY-MM-DD` reconciles that day's bill
+/// ([`crate::reconcile`]) and prints the outcome: exit 0 once reconciled
+/// (with mismatches or without), 1 when it could not be (the platform did not
+/// answer, the bill does not read, the database failed), 2 for a refused
+/// date or configuration.
 pub async fn run_from_env() -> std::process::ExitCode {
     use clap::Parser;
     if let Err(err) = crate::telemetry::try_init() {
@@ -309,6 +351,9 @@ pub async fn run_from_env() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     let config = Config::parse();
+    if let Some(Command::Reconcile { date }) = config.command {
+        return reconcile_command(&config, date).await;
+    }
     let result = async {
         if config.command == Some(Command::Migrate) {
             let url = config
@@ -332,6 +377,57 @@ pub async fn run_from_env() -> std::process::ExitCode {
         Err(err) => {
             eprintln!("error: {err:#}");
             std::process::ExitCode::from(2)
+        }
+    }
+}
+
+/// `backend reconcile --date`: see [`run_from_env`].
+async fn reconcile_command(config: &Config, date: time::Date) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let refused = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(2)
+    };
+    if let Err(message) = crate::reconcile::check_day_is_over(date, time::OffsetDateTime::now_utc())
+    {
+        return refused(message);
+    }
+    let settled = match config.settle() {
+        Ok(settled) => settled,
+        Err(err) => return refused(err.to_string()),
+    };
+    if settled.platform.kind() == crate::config::PlatformKind::Sandbox {
+        return refused(
+            "PLATFORM=sandbox: the in-process sandbox keeps its payments inside the serving \
+             process, so this command has no bill to fetch; reconcile against PLATFORM=remote"
+                .to_owned(),
+        );
+    }
+    let result = async {
+        let notify_base = config
+            .notify_base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.bind_addr));
+        let platform = connect_platform(&settled.platform, &settled.webhook_secret, notify_base)?;
+        let db = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&config.database_url)
+            .await
+            .context("cannot connect to DATABASE_URL")?;
+        anyhow::Ok(crate::reconcile::reconcile(&db, &platform, date).await?)
+    }
+    .await;
+    match result {
+        Ok(report) => {
+            for line in crate::reconcile::report_lines(&report) {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: cannot reconcile {date}: {err:#}");
+            ExitCode::from(1)
         }
     }
 }

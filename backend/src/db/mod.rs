@@ -17,6 +17,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod orders;
 pub mod products;
+pub mod reconciliation;
 pub mod refunds;
 pub mod shoppers;
 

@@ -378,6 +378,41 @@ fn found<T>(result: &Result<Option<T>, NoAnswer>) -> &'static str {
     }
 }
 
+impl Platform {
+    /// The platform's daily bill of `date` (a UTC day) as its CSV text
+    /// ([`crate::reconcile::bill`] reads it). The checkout's own protocol
+    /// (`GET /v1/bills/{date}`, platform-sim) and the in-process sandbox have
+    /// one; the WeChat Pay and Alipay connectors do not download bills yet and
+    /// answer [`BillError::NotSupported`].
+    pub async fn daily_bill(&self, date: time::Date) -> Result<String, BillError> {
+        match &self.connector {
+            #[cfg(feature = "sandbox")]
+            Connector::Sandbox(sandbox) => Ok(sandbox.0.daily_bill(date)),
+            Connector::Standard(standard) => standard.daily_bill(date).await,
+            Connector::Wechatpay(_) | Connector::Alipay(_) => {
+                Err(BillError::NotSupported(self.kind()))
+            }
+        }
+    }
+}
+
+/// Why no daily bill could be had.
+#[derive(Debug, thiserror::Error)]
+pub enum BillError {
+    /// The connector cannot download bills (yet).
+    #[error(
+        "PLATFORM={} cannot download daily bills yet: reconciliation needs PLATFORM=remote or sandbox",
+        .0.as_str()
+    )]
+    NotSupported(PlatformKind),
+    /// The platform answered that it will not give this bill (a 4xx).
+    #[error("the platform refused the bill: {0}")]
+    Refused(String),
+    /// No usable answer (no connection, a timeout, a 5xx): try again later.
+    #[error("the platform gave no bill: {0:#}")]
+    NoAnswer(anyhow::Error),
+}
+
 /// The HTTP client every connector speaks to its platform with: a call that
 /// gets no answer within 10 s is no answer (the hand-over stays UNKNOWN, a
 /// query is asked again later).

@@ -4,7 +4,7 @@
 //! reference, and their results arrive as Standard Webhooks callbacks
 //! (`routes::callbacks`).
 
-use super::{CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
+use super::{BillError, CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
 use api_types::platform::{ALREADY_PAID, CreatePayment, CreateRefund, PaymentState, RefundState};
 
 /// A platform at a base URL, spoken to with our protocol.
@@ -154,5 +154,27 @@ impl Standard {
             }
             status => Err(NoAnswer(anyhow::anyhow!("refund query answered {status}"))),
         }
+    }
+
+    /// `GET /v1/bills/{date}`: the day's bill as CSV text.
+    pub(super) async fn daily_bill(&self, date: time::Date) -> Result<String, BillError> {
+        let no_answer = |err: reqwest::Error| BillError::NoAnswer(err.into());
+        let response = self
+            .http
+            .get(format!("{}/v1/bills/{date}", self.base_url))
+            .send()
+            .await
+            .map_err(no_answer)?;
+        let status = response.status();
+        let text = response.text().await.map_err(no_answer)?;
+        if status.is_success() {
+            return Ok(text);
+        }
+        let answer = format!("{status}: {}", text.chars().take(500).collect::<String>());
+        Err(if status.is_client_error() {
+            BillError::Refused(answer)
+        } else {
+            BillError::NoAnswer(anyhow::anyhow!("the bill was answered with {answer}"))
+        })
     }
 }

@@ -1,5 +1,5 @@
 //! `/api/admin/*`: create shoppers, price products, read accounts with their ledger, callback
-//! histories and anomalies. Bearer-token protected by [`crate::auth::bearer::require`],
+//! histories, anomalies and daily reconciliations. Bearer-token protected by [`crate::auth::bearer::require`],
 //! which runs before any handler, so nobody learns anything about a body's
 //! validation (or a path's) without the token.
 
@@ -11,7 +11,7 @@ use crate::openapi::BearerErrors;
 use crate::state::AppState;
 use api_types::api::{
     AccountDetails, Anomaly, CallbackDelivery, CallbackHistory, CreateShopper, Product,
-    ProductPrice, ShopperCreated,
+    ProductPrice, Reconciliation, ShopperCreated,
 };
 use axum::Json;
 use axum::extract::State;
@@ -169,4 +169,28 @@ pub async fn callback_history(
     responses((status = 200, description = "The newest things a person must review", body = Vec<Anomaly>), BearerErrors))]
 pub async fn list_anomalies(State(state): State<AppState>) -> Result<Json<Vec<Anomaly>>, ApiError> {
     Ok(Json(anomalies::list(&state.db, None, 100).await?))
+}
+
+/// `GET /api/admin/reconciliations/{date}` -> how that day's bill compared with
+/// the ledger: the count per class and every row, mismatches first
+/// ([`crate::reconcile`]). A day not reconciled yet answers with
+/// `reconciled_at` null and no rows.
+#[utoipa::path(get, path = "/admin/reconciliations/{date}", tag = "admin", security(("admin_token" = [])),
+    params(("date" = String, Path, description = "The bill's day, YYYY-MM-DD (UTC)")),
+    responses((status = 200, description = "The day's reconciliation", body = Reconciliation),
+        (status = 400, description = "BAD_REQUEST: not a date written YYYY-MM-DD", body = api_types::ErrorBody),
+        BearerErrors))]
+pub async fn reconciliation(
+    State(state): State<AppState>,
+    AppPath(date): AppPath<String>,
+) -> Result<Json<Reconciliation>, ApiError> {
+    let date = crate::reconcile::parse_date(&date).map_err(ApiError::BadRequest)?;
+    let run = db::reconciliation::run_of(&state.db, date).await?;
+    Ok(Json(Reconciliation {
+        date: date.to_string(),
+        reconciled_at: run.map(|(at, _)| at),
+        bill_rows: run.map(|(_, rows)| rows),
+        counts: db::reconciliation::counts(&state.db, date).await?,
+        items: db::reconciliation::items(&state.db, date).await?,
+    }))
 }

@@ -46,6 +46,7 @@ pub fn api(
         .routes(routes!(admin::get_account))
         .routes(routes!(admin::callback_history))
         .routes(routes!(admin::list_anomalies))
+        .routes(routes!(admin::reconciliation))
         .routes(routes!(refunds::admin_create, refunds::admin_list))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), BearerKey::Admin),

@@ -197,6 +197,8 @@ pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Confi
         admin_token: Some(SecretString::from(ADMIN_TOKEN)),
         merchant_api_key: Some(SecretString::from(MERCHANT_KEY)),
         sandbox_callback_delay_ms: 50,
+        // Tests reconcile when they mean to (tests/api/reconcile.rs).
+        reconcile_daily: false,
         // Per-shopper limits off: concurrency tests send many requests as one
         // shopper. The failure limits stay at their defaults; tests/limits.rs sets its own.
         limits: LimitsConfig {

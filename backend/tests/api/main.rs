@@ -24,6 +24,7 @@ mod openapi;
 mod orders;
 mod ownership;
 mod pay;
+mod reconcile;
 mod redis_outage;
 mod refunds;
 mod remote_platform;

@@ -49,6 +49,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/admin/accounts/{account_id}"),
         ("get", "/api/admin/callbacks/{callback_id}"),
         ("get", "/api/admin/anomalies"),
+        ("get", "/api/admin/reconciliations/{date}"),
         ("post", "/api/payments/callback"),
         ("post", "/api/payments/callback/wechatpay"),
         ("post", "/api/payments/callback/alipay"),

@@ -59,6 +59,7 @@ pub(crate) fn router(simulator: Simulator) -> Router {
             "/v1/refunds/by-reference/{refund_no}",
             get(get_refund_by_reference),
         )
+        .route("/v1/bills/{date}", get(get_bill))
         .route("/v1/chaos", get(get_chaos).post(set_chaos))
         .fallback(|| async { SimError::NoRoute })
         .with_state(simulator)
@@ -167,6 +168,19 @@ async fn close_payment_by_reference(
     Path(reference): Path<String>,
 ) -> Result<Json<Payment>, SimError> {
     simulator.close_by_reference(&reference).await.map(Json)
+}
+
+/// `GET /v1/bills/{date}`: the day's bill as CSV ([`crate::bill`]).
+async fn get_bill(
+    State(simulator): State<Simulator>,
+    Path(date): Path<String>,
+) -> Result<Response, SimError> {
+    let date = crate::bill::parse_date(&date)?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+        simulator.daily_bill(date),
+    )
+        .into_response())
 }
 
 async fn get_chaos(State(simulator): State<Simulator>) -> Json<Chaos> {

@@ -15,7 +15,12 @@
 //! - queries and closes: a payment that stays PROCESSING until the merchant
 //!   gives up on it ([`Chaos::hold_processing`]), a shopper who pays just as
 //!   the merchant closes ([`Chaos::succeed_on_close`]), and slow answers that
-//!   let a merchant's concurrent queries overlap ([`Chaos::query_latency`]).
+//!   let a merchant's concurrent queries overlap ([`Chaos::query_latency`]);
+//! - the daily bill ([`crate::bill`]): a payment or refund missing from it
+//!   ([`Chaos::bill_omit`]), or listed with another amount than it moved
+//!   ([`Chaos::bill_amount_delta_cents`]). With [`Chaos::drop_callbacks`] (and
+//!   a merchant that does not query in time) a payment is on the bill although
+//!   the merchant never booked it.
 //!
 //! The callback and creation knobs, [`Chaos::hold_processing`] and
 //! [`Chaos::query_latency`] apply to refunds as they do to payments (a
@@ -86,6 +91,14 @@ pub struct Chaos {
     /// takes, like the request timeout.
     #[serde(with = "optional_duration_text")]
     pub query_latency: Option<Duration>,
+    /// Leave the payment's (or refund's) row out of the daily bill, as a
+    /// platform whose bill lost a row: the merchant booked money the bill does
+    /// not list.
+    pub bill_omit: bool,
+    /// List the payment (or refund) on the daily bill with its amount changed by
+    /// this many minor units (0 = the true amount; the listed amount never goes
+    /// below 0).
+    pub bill_amount_delta_cents: i64,
 }
 
 impl Default for Chaos {
@@ -101,6 +114,8 @@ impl Default for Chaos {
             hold_processing: None,
             succeed_on_close: false,
             query_latency: None,
+            bill_omit: false,
+            bill_amount_delta_cents: 0,
         }
     }
 }
@@ -229,6 +244,23 @@ mod tests {
         let off = serde_json::to_value(Chaos::default()).expect("serialises");
         assert_eq!(off["hold_processing"], Value::Null);
         assert_eq!(off["query_latency"], Value::Null);
+    }
+
+    #[test]
+    fn bill_knobs_default_to_a_true_bill_and_round_trip() {
+        let chaos: Chaos = serde_json::from_value(json!({
+            "bill_omit": true,
+            "bill_amount_delta_cents": -5
+        }))
+        .expect("parses");
+        assert!(chaos.bill_omit);
+        assert_eq!(chaos.bill_amount_delta_cents, -5);
+        let written = serde_json::to_value(&chaos).expect("serialises");
+        assert_eq!(written["bill_omit"], true);
+        assert_eq!(written["bill_amount_delta_cents"], -5);
+        let off = Chaos::default();
+        assert!(!off.bill_omit);
+        assert_eq!(off.bill_amount_delta_cents, 0);
     }
 
     #[test]

@@ -296,6 +296,19 @@ pub struct SimArgs {
     #[arg(long, env = "SIM_QUERY_LATENCY", value_parser = parse_duration)]
     pub query_latency: Option<Duration>,
 
+    /// Chaos: leave every payment's and refund's row out of the daily bill (`GET /v1/bills/{date}`).
+    #[arg(long, env = "SIM_BILL_OMIT", value_parser = BoolishValueParser::new())]
+    pub bill_omit: bool,
+
+    /// Chaos: list every payment and refund on the daily bill with its amount changed by this many minor units.
+    #[arg(
+        long,
+        env = "SIM_BILL_AMOUNT_DELTA_CENTS",
+        default_value_t = 0,
+        allow_hyphen_values = true
+    )]
+    pub bill_amount_delta_cents: i64,
+
     /// Also speak WeChat Pay API v3, with the key set `platform-sim keys DIR` wrote into this directory.
     #[arg(long, env = "SIM_WECHATPAY_KEYS")]
     pub wechatpay_keys: Option<PathBuf>,
@@ -385,6 +398,8 @@ impl SimArgs {
                 hold_processing: self.hold_processing,
                 succeed_on_close: self.succeed_on_close,
                 query_latency: self.query_latency,
+                bill_omit: self.bill_omit,
+                bill_amount_delta_cents: self.bill_amount_delta_cents,
             },
             wechatpay: None,
             alipay: None,
@@ -465,6 +480,13 @@ mod tests {
 
         let plain = parse(&[]).chaos;
         assert_eq!(plain, Chaos::default());
+    }
+
+    #[test]
+    fn bill_flags_build_the_bill_knobs() {
+        let config = parse(&["--bill-omit", "--bill-amount-delta-cents", "-100"]);
+        assert!(config.chaos.bill_omit);
+        assert_eq!(config.chaos.bill_amount_delta_cents, -100);
     }
 
     /// A key set written into a temporary directory, for the `--*-keys` flags.

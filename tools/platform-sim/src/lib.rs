@@ -56,6 +56,9 @@
 //!   `REFUND_EXCEEDS_PAYMENT`.
 //! - `GET /v1/refunds/{refund_id}` and `GET /v1/refunds/by-reference/{refund_no}`:
 //!   200 [`Refund`] (which reads as [`RefundState`]), or 404 `REFUND_NOT_FOUND`.
+//! - `GET /v1/bills/{date}` (`YYYY-MM-DD`, a UTC day): 200 `text/csv`, the
+//!   day's bill of succeeded payments and refunds ([`bill`]); 400
+//!   `BAD_REQUEST` for a date that is not a calendar day so written.
 //! - `GET /v1/chaos`, `POST /v1/chaos`: read or replace the [`Chaos`] knobs.
 //! - `GET /healthz`: `ok`.
 //! - With WeChat Pay or Alipay configured, `/v3/...` ([`wechatpay`]) and
@@ -73,13 +76,14 @@
 //! retrying sender and its log), [`payment`] (the API's bodies, the
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
-//! [`error`] (error answers), [`keys`] (the `keys DIR` command's key set),
+//! [`error`] (error answers), [`bill`] (the daily bill), [`keys`] (the `keys DIR` command's key set),
 //! [`wechatpay`] and [`alipay`] (the real platforms' protocols).
 
 #![warn(missing_docs)]
 
 pub mod alipay;
 pub mod api;
+pub mod bill;
 pub mod chaos;
 pub mod config;
 pub mod delivery;
@@ -422,6 +426,13 @@ impl Simulator {
     /// [`Simulator::refund_by_id`] is.
     pub async fn refund_by_reference(&self, refund_no: &str) -> Result<Refund, SimError> {
         self.query_refund(Lookup::Reference(refund_no)).await
+    }
+
+    /// The bill of `date` (a UTC day), as `GET /v1/bills/{date}` answers it:
+    /// CSV text, a header line and one line per payment and refund that
+    /// succeeded that day ([`bill`]).
+    pub fn daily_bill(&self, date: time::Date) -> String {
+        bill::write(date, &lock(&self.inner.book))
     }
 
     /// Every callback and delivery attempt so far.

@@ -398,6 +398,11 @@ impl PaymentBook {
         Some(refund)
     }
 
+    /// Every stored payment, in no particular order (the daily bill sorts them).
+    pub fn all(&self) -> impl Iterator<Item = &StoredPayment> {
+        self.payments.values()
+    }
+
     /// The stored payment with this id.
     pub fn get(&self, payment_id: &str) -> Option<&StoredPayment> {
         self.payments.get(payment_id)

@@ -335,6 +335,11 @@ impl RefundBook {
         Ok(Created::New(refund))
     }
 
+    /// Every stored refund, in no particular order (the daily bill sorts them).
+    pub fn all(&self) -> impl Iterator<Item = &StoredRefund> {
+        self.refunds.values()
+    }
+
     /// The stored refund with this id.
     pub fn get(&self, refund_id: &str) -> Option<&StoredRefund> {
         self.refunds.get(refund_id)

@@ -2,6 +2,7 @@
 //! real tokio, no mocks. One file per behaviour.
 
 mod alipay;
+mod bills;
 mod chaos;
 mod delivery;
 mod helpers;
