@@ -151,7 +151,7 @@ BEGIN
             ('public', 'payment_callbacks',     'SELECT, INSERT'),
             ('public', 'payment_ledger',        'SELECT, INSERT'),
             ('public', 'callback_deliveries',   'SELECT, INSERT'),
-            ('public', 'anomalies',             'SELECT, INSERT'),
+            ('public', 'anomalies',             'SELECT, INSERT, UPDATE (resolved_at, resolved_by, resolution_note)'),
             ('public', 'reconciliation_items',  'SELECT, INSERT'),
             ('public', 'reconciliation_runs',   'SELECT, INSERT'),
             -- The backend checks at start that the schema is current.

@@ -61,6 +61,8 @@ pub enum ErrorCode {
     AmountMismatch,
     /// A callback id was seen before with a different body.
     CallbackConflict,
+    /// The anomaly was resolved before; a resolution is never rewritten.
+    AnomalyAlreadyResolved,
     /// The body is larger than the endpoint accepts.
     PayloadTooLarge,
     /// A dependency (the database) is unavailable; retry later.
@@ -98,6 +100,7 @@ impl ErrorCode {
             Self::SignatureInvalid => "SIGNATURE_INVALID",
             Self::AmountMismatch => "AMOUNT_MISMATCH",
             Self::CallbackConflict => "CALLBACK_CONFLICT",
+            Self::AnomalyAlreadyResolved => "ANOMALY_ALREADY_RESOLVED",
             Self::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             Self::ServiceUnavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",

@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod enums;
 pub mod error;
 pub mod money;
+pub mod ops;
 pub mod platform;
 pub mod status;
 

@@ -110,6 +110,9 @@ pub enum ApiError {
     /// Callback id reused with another body.
     #[error("callback id was already processed with a different body")]
     CallbackConflict,
+    /// An anomaly resolved before: its resolution is never rewritten.
+    #[error("the anomaly was already resolved; a resolution is never rewritten")]
+    AnomalyAlreadyResolved,
     /// Body over the endpoint's limit.
     #[error("body larger than {0} bytes")]
     PayloadTooLarge(usize),
@@ -173,6 +176,7 @@ impl ApiError {
             SignatureInvalid(_) => (StatusCode::UNAUTHORIZED, ErrorCode::SignatureInvalid),
             AmountMismatch(_) => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AmountMismatch),
             CallbackConflict => (StatusCode::CONFLICT, ErrorCode::CallbackConflict),
+            AnomalyAlreadyResolved => (StatusCode::CONFLICT, ErrorCode::AnomalyAlreadyResolved),
             PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
             DatabaseUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
