@@ -6,9 +6,13 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Stable error codes. Clients branch on these, never on messages.
+///
+/// On the wire each is its [`ErrorCode::as_str`] text. Serialised by hand from
+/// that one table (not by serde's derive, which would add a second table of
+/// every name to the payment page's WebAssembly).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(feature = "openapi", schema(rename_all = "SCREAMING_SNAKE_CASE"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// The body or a parameter is malformed or fails validation.
     BadRequest,
@@ -72,6 +76,39 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [Self; 29] = [
+        Self::BadRequest,
+        Self::Unauthorized,
+        Self::Unauthenticated,
+        Self::InvalidCredentials,
+        Self::CsrfRejected,
+        Self::UnsupportedMediaType,
+        Self::RateLimited,
+        Self::IdempotencyKeyReused,
+        Self::IdempotencyKeyInUse,
+        Self::ProductNotFound,
+        Self::ShopperNotFound,
+        Self::EmailTaken,
+        Self::NotFound,
+        Self::OrderNotFound,
+        Self::AccountNotFound,
+        Self::TokenInvalid,
+        Self::OrderNotPayable,
+        Self::OrderNotRefundable,
+        Self::RefundExceedsCharge,
+        Self::InsufficientFunds,
+        Self::CurrencyMismatch,
+        Self::TokenStoreUnavailable,
+        Self::SignatureInvalid,
+        Self::AmountMismatch,
+        Self::CallbackConflict,
+        Self::AnomalyAlreadyResolved,
+        Self::PayloadTooLarge,
+        Self::ServiceUnavailable,
+        Self::Internal,
+    ];
+
     /// The code as it is spelled on the wire.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -105,6 +142,22 @@ impl ErrorCode {
             Self::ServiceUnavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
         }
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::ALL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+            .ok_or_else(|| serde::de::Error::custom(format_args!("unknown error code {text:?}")))
     }
 }
 
@@ -147,6 +200,23 @@ impl ErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_code_travels_as_its_text_and_back() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "{code:?} spelled twice");
+            let json = serde_json::to_string(&code).expect("serialises");
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert_eq!(
+                serde_json::from_str::<ErrorCode>(&json).expect("parses"),
+                code
+            );
+        }
+        assert!(serde_json::from_str::<ErrorCode>("\"NO_SUCH_CODE\"").is_err());
+        assert!(serde_json::from_str::<ErrorCode>("\"token_invalid\"").is_err());
+        assert!(serde_json::from_str::<ErrorCode>("7").is_err());
+    }
 
     #[test]
     fn serialises_to_the_contract_shape() {
