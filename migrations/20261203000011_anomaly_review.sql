@@ -37,3 +37,7 @@ $$;
 CREATE TRIGGER anomalies_review_only
     BEFORE UPDATE OR DELETE ON anomalies
     FOR EACH ROW EXECUTE FUNCTION anomalies_review_only();
+
+-- The console's last-hour picture reads deliveries and attempts by time.
+CREATE INDEX callback_deliveries_received_idx ON callback_deliveries (received_at);
+CREATE INDEX payment_attempts_created_idx ON payment_attempts (created_at);

@@ -64,6 +64,26 @@ where
     }
 }
 
+/// `Query<T>` whose rejection (an unknown value, a number that is not one) is a
+/// 400 in the shared error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for AppQuery<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Self(value))
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
+    }
+}
+
 /// The `{order_no}` of the route, parsed before any database or Redis call.
 /// Anything that is not a well-formed order number, down to a segment that is
 /// not UTF-8, is `404 ORDER_NOT_FOUND`, the answer an unknown order gets.

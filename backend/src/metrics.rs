@@ -24,8 +24,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use time::OffsetDateTime;
 
 /// Callbacks received, by `platform`, `outcome` (`applied`, `duplicate`,
 /// `ignored`, `conflict`, `refused`, `failed`) and `reason` (the error code of a refusal
@@ -210,6 +212,9 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
             .contains_key(crate::routes::pay::REPLAYED_HEADER);
         let (outcome, reason) = pay_outcome(status, replayed, code);
         counter!(PAY_REQUESTS, "outcome" => outcome, "reason" => reason).increment(1);
+        if outcome == "replayed" {
+            RECENT_REPLAYS.record(OffsetDateTime::now_utc());
+        }
     }
     response
 }
@@ -244,6 +249,52 @@ fn pay_outcome(
         }
         code if status.is_server_error() => ("failed", code.unwrap_or("INTERNAL")),
         code => ("refused", code.unwrap_or("BAD_REQUEST")),
+    }
+}
+
+/// Pay replays per minute over the last hour, of this process: the console's
+/// activity chart ([`crate::routes::ops::activity`]). A replay changes nothing, so
+/// nothing of it is written to the database.
+pub static RECENT_REPLAYS: RecentMinutes = RecentMinutes::new();
+
+/// Counts per minute for the last 60 minutes.
+pub struct RecentMinutes(Mutex<VecDeque<(i64, i64)>>);
+
+impl RecentMinutes {
+    const fn new() -> Self {
+        Self(Mutex::new(VecDeque::new()))
+    }
+
+    /// One more in the minute of `at`.
+    pub fn record(&self, at: OffsetDateTime) {
+        let minute = at.unix_timestamp().div_euclid(60);
+        let mut minutes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match minutes.back_mut() {
+            Some((last, n)) if *last == minute => *n += 1,
+            _ => minutes.push_back((minute, 1)),
+        }
+        while minutes
+            .front()
+            .is_some_and(|(first, _)| *first <= minute - 60)
+        {
+            minutes.pop_front();
+        }
+    }
+
+    /// The count of the minute starting at `minute_start` (0 when none).
+    pub fn of_minute(&self, minute_start: OffsetDateTime) -> i64 {
+        let minute = minute_start.unix_timestamp().div_euclid(60);
+        let minutes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        minutes
+            .iter()
+            .find(|(m, _)| *m == minute)
+            .map_or(0, |(_, n)| *n)
     }
 }
 
@@ -406,6 +457,22 @@ mod tests {
         );
         // A success status without the route's word is not counted as applied.
         assert_eq!(callback_outcome(ok, None, None), ("refused", "BAD_REQUEST"));
+    }
+
+    #[test]
+    fn recent_minutes_keep_the_last_hour_per_minute() {
+        let recent = RecentMinutes::new();
+        let start = OffsetDateTime::from_unix_timestamp(1_800_000_000) // a whole minute
+            .expect("a time");
+        recent.record(start);
+        recent.record(start + Duration::from_secs(59));
+        recent.record(start + Duration::from_secs(60));
+        assert_eq!(recent.of_minute(start), 2);
+        assert_eq!(recent.of_minute(start + Duration::from_secs(60)), 1);
+        // An hour later the first minute is forgotten.
+        recent.record(start + Duration::from_secs(3600));
+        assert_eq!(recent.of_minute(start), 0);
+        assert_eq!(recent.of_minute(start + Duration::from_secs(3600)), 1);
     }
 
     #[test]

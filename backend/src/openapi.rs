@@ -27,6 +27,7 @@ use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
         (name = "shopper", description = "A signed-in shopper (session cookie)"),
         (name = "merchant", description = "A merchant's server (Bearer MERCHANT_API_KEY)"),
         (name = "admin", description = "The operator (Bearer ADMIN_TOKEN)"),
+        (name = "ops", description = "The operator console (an operator session: POST /api/ops/session with ADMIN_TOKEN)"),
         (name = "platform", description = "Payment platforms (signed callbacks)"),
         (name = "public", description = "No credentials")
     )

@@ -24,6 +24,8 @@ pub const COOKIE_NAME: &str = "checkout_session";
 const SHOPPER_KEY: &str = "shopper_id";
 /// The session's key marking a demo shopper's session.
 const DEMO_KEY: &str = "demo";
+/// The session's key holding a signed-in operator's name (`/api/ops/*`).
+const OPERATOR_KEY: &str = "operator";
 
 /// The layer that loads and saves sessions; expired rows are deleted every 10
 /// minutes. The table (`tower_sessions.session`) is created with the migrations
@@ -68,6 +70,18 @@ pub async fn sign_in(session: &Session, shopper_id: Uuid, demo: bool) -> Result<
         .await
         .map_err(store_error)?;
     session.insert(DEMO_KEY, demo).await.map_err(store_error)
+}
+
+/// Makes `session` an operator's: whatever it held is dropped, it gets a new
+/// id (no fixation), then the operator's name. A shopper's session never
+/// passes [`Operator`], and an operator's never passes [`SignedIn`].
+pub async fn sign_in_operator(session: &Session, name: &str) -> Result<(), ApiError> {
+    session.clear().await;
+    session.cycle_id().await.map_err(store_error)?;
+    session
+        .insert(OPERATOR_KEY, name)
+        .await
+        .map_err(store_error)
 }
 
 /// Ends `session` on the server (its row is deleted) and clears the cookie.
@@ -119,5 +133,40 @@ impl FromRequestParts<AppState> for SignedIn {
             shopper_id,
             session,
         })
+    }
+}
+
+/// The signed-in operator (the console, `/api/ops/*`); `401 UNAUTHENTICATED`
+/// without an operator session.
+#[derive(Clone)]
+pub struct Operator {
+    /// The name given at sign-in, kept with every resolution.
+    pub name: String,
+    /// Their session, for signing out.
+    pub session: Session,
+}
+
+/// The name only: the session id is a bearer credential.
+impl std::fmt::Debug for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let session = Session::from_request_parts(parts, state)
+            .await
+            .map_err(|(_, text)| ApiError::internal(anyhow::anyhow!("session layer: {text}")))?;
+        let name = session
+            .get::<String>(OPERATOR_KEY)
+            .await
+            .map_err(store_error)?
+            .ok_or(ApiError::Unauthenticated)?;
+        Ok(Self { name, session })
     }
 }

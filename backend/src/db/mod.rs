@@ -19,6 +19,7 @@ pub mod orders;
 pub mod products;
 pub mod reconciliation;
 pub mod refunds;
+pub mod review;
 pub mod shoppers;
 
 /// True when `err` is a unique violation of the named constraint or index.

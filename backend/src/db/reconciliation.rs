@@ -203,3 +203,16 @@ pub async fn counts(db: impl PgExecutor<'_>, date: Date) -> sqlx::Result<Vec<Rec
         })
         .collect())
 }
+
+/// A day's reconciliation as the admin API and the console show it: when it
+/// ran, the count per class and every row (a day not reconciled yet: no run, no rows).
+pub async fn view(db: &sqlx::PgPool, date: Date) -> sqlx::Result<api_types::api::Reconciliation> {
+    let run = run_of(db, date).await?;
+    Ok(api_types::api::Reconciliation {
+        date: date.to_string(),
+        reconciled_at: run.map(|(at, _)| at),
+        bill_rows: run.map(|(_, rows)| rows),
+        counts: counts(db, date).await?,
+        items: items(db, date).await?,
+    })
+}

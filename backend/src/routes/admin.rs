@@ -185,12 +185,5 @@ pub async fn reconciliation(
     AppPath(date): AppPath<String>,
 ) -> Result<Json<Reconciliation>, ApiError> {
     let date = crate::reconcile::parse_date(&date).map_err(ApiError::BadRequest)?;
-    let run = db::reconciliation::run_of(&state.db, date).await?;
-    Ok(Json(Reconciliation {
-        date: date.to_string(),
-        reconciled_at: run.map(|(at, _)| at),
-        bill_rows: run.map(|(_, rows)| rows),
-        counts: db::reconciliation::counts(&state.db, date).await?,
-        items: db::reconciliation::items(&state.db, date).await?,
-    }))
+    Ok(Json(db::reconciliation::view(&state.db, date).await?))
 }

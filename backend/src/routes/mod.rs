@@ -7,6 +7,7 @@ pub mod demo;
 pub mod health;
 pub mod merchant;
 mod notify;
+pub mod ops;
 pub mod orders;
 pub mod pay;
 pub mod payment_code;
@@ -33,6 +34,8 @@ use utoipa_axum::routes;
 /// Three kinds of caller, three guards that run before any handler:
 /// - shoppers, by session cookie: [`csrf_guard`] on their state-changing routes;
 /// - the operator (`/admin/*`) and merchants (`/merchant/*`), by bearer key;
+/// - the operator's console (`/ops/*`), by an operator session (the admin
+///   token exchanged once at `POST /ops/session`), behind [`csrf_guard`];
 /// - payment platforms (`/payments/callback`), by signature, never rate-limited.
 pub fn api(
     state: &AppState,
@@ -59,6 +62,19 @@ pub fn api(
             (state.clone(), BearerKey::Merchant),
             bearer::require,
         ));
+    // The console: same cookie, CSRF guard and sign-in limits as shoppers.
+    let ops = OpenApiRouter::new()
+        .routes(routes!(ops::sign_in, ops::sign_out))
+        .routes(routes!(ops::me))
+        .routes(routes!(ops::list_anomalies))
+        .routes(routes!(ops::get_anomaly))
+        .routes(routes!(ops::resolve_anomaly))
+        .routes(routes!(ops::timeline))
+        .routes(routes!(ops::search))
+        .routes(routes!(ops::activity))
+        .routes(routes!(ops::reconciliation))
+        .route_layer(middleware::from_fn_with_state(csrf.clone(), csrf_guard))
+        .route_layer(sessions.clone());
     let shopper = OpenApiRouter::new()
         .routes(routes!(session::sign_in, session::sign_out))
         .routes(routes!(session::me))
@@ -74,6 +90,7 @@ pub fn api(
         .merge(admin)
         .merge(merchant)
         .merge(shopper)
+        .merge(ops)
         .routes(routes!(products::list))
         .routes(routes!(callbacks::receive))
         .routes(routes!(wechatpay_notify::receive))

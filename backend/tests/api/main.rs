@@ -21,6 +21,7 @@ mod limits;
 mod logs;
 mod metrics;
 mod openapi;
+mod ops;
 mod orders;
 mod ownership;
 mod pay;

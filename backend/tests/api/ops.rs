@@ -1,0 +1,401 @@
+//! The operator console's API: sign-in with the admin token for a session,
+//! nothing without that session (a shopper's is not one), the anomalies queue
+//! and its one-time resolutions, an order's timeline, search, activity.
+
+use crate::helpers::{
+    ADMIN_TOKEN, TestApp, browser_client, spawn_app_without_callbacks, success_body,
+};
+use crate::refunds::post_refund;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// A cookie-keeping client signed in to the console as `name`.
+async fn operator(app: &TestApp, name: &str) -> reqwest::Client {
+    let client = browser_client();
+    let response = client
+        .post(app.url("/api/ops/session"))
+        .json(&json!({"admin_token": ADMIN_TOKEN, "name": name}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.json::<Value>().await.expect("JSON")["operator"],
+        name
+    );
+    client
+}
+
+async fn get(client: &reqwest::Client, app: &TestApp, path: &str) -> (StatusCode, Value) {
+    let response = client.get(app.url(path)).send().await.expect("answered");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn resolve(
+    client: &reqwest::Client,
+    app: &TestApp,
+    anomaly_id: i64,
+    note: &str,
+) -> (StatusCode, Value) {
+    let response = client
+        .post(app.url(&format!("/api/ops/anomalies/{anomaly_id}/resolve")))
+        .json(&json!({ "note": note }))
+        .send()
+        .await
+        .expect("answered");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A paid order that then got a conflicting callback: one CALLBACK_CONFLICT anomaly.
+async fn order_with_an_anomaly(app: &TestApp) -> (String, String, i64) {
+    let (_, order) = app.account_with_order(10_000, 1_250).await;
+    let payment = app.hand_over(&order).await;
+    let body = success_body(&payment);
+    assert_eq!(
+        app.post_callback("cb_first", &body).await.status(),
+        StatusCode::OK
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            app.post_callback("cb_first", &body).await.status(),
+            StatusCode::OK
+        );
+    }
+    let other = body.replace("2026-12-02T10:00:00Z", "2026-12-02T10:00:01Z");
+    assert_eq!(
+        app.post_callback("cb_first", &other).await.status(),
+        StatusCode::CONFLICT
+    );
+    let anomaly_id: i64 =
+        sqlx::query_scalar("SELECT anomaly_id FROM anomalies WHERE order_no = $1")
+            .bind(&order.order_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("the anomaly");
+    (order.order_no, payment.payment_id.to_string(), anomaly_id)
+}
+
+#[tokio::test]
+async fn the_console_api_answers_nobody_without_an_operator_session() {
+    let app = spawn_app_without_callbacks().await;
+    let (order_no, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    // Anonymous, and a signed-in shopper: neither is an operator.
+    let shopper_account = app.create_account(1_000, "EUR").await;
+    let shopper = app.client_of(&shopper_account).await;
+    let before = app.snapshot().await;
+    for client in [browser_client(), shopper.clone()] {
+        for path in [
+            "/api/ops/me".to_owned(),
+            "/api/ops/anomalies".to_owned(),
+            format!("/api/ops/anomalies/{anomaly_id}"),
+            format!("/api/ops/orders/{order_no}/timeline"),
+            format!("/api/ops/search?q={order_no}"),
+            "/api/ops/activity".to_owned(),
+            "/api/ops/reconciliations/2026-12-01".to_owned(),
+        ] {
+            let (status, body) = get(&client, &app, &path).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+            assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{path}");
+        }
+        let (status, _) = resolve(&client, &app, anomaly_id, "not allowed").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    // The shopper's own API still works for them.
+    let (status, _) = get(&shopper, &app, "/api/me").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A wrong token: 401, no session; the admin token as a bearer is not a session either.
+    let client = browser_client();
+    let wrong = client
+        .post(app.url("/api/ops/session"))
+        .json(&json!({"admin_token": "not-the-admin-token-0000000000000", "name": "mallory"}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        wrong.json::<Value>().await.expect("JSON")["error"]["code"],
+        "INVALID_CREDENTIALS"
+    );
+    let (status, _) = get(&client, &app, "/api/ops/me").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let bearer = app
+        .http
+        .get(app.url("/api/ops/anomalies"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(bearer.status(), StatusCode::UNAUTHORIZED);
+
+    // An operator's session is not a shopper's.
+    let ops = operator(&app, "ada").await;
+    let (status, _) = get(&ops, &app, "/api/me").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Nothing changed, and the anomaly is still open.
+    assert_eq!(app.snapshot().await, before);
+    let open: Option<String> =
+        sqlx::query_scalar("SELECT resolved_by FROM anomalies WHERE anomaly_id = $1")
+            .bind(anomaly_id)
+            .fetch_one(&app.db)
+            .await
+            .expect("the anomaly");
+    assert_eq!(open, None);
+}
+
+#[tokio::test]
+async fn operator_sign_in_refuses_bad_names_and_is_rate_limited_per_address() {
+    let app = spawn_app_without_callbacks().await;
+    let client = browser_client();
+    for name in ["", "   ", &"x".repeat(65), "line\nbreak"] {
+        let response = client
+            .post(app.url("/api/ops/session"))
+            .json(&json!({"admin_token": ADMIN_TOKEN, "name": name}))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{name:?}");
+    }
+    let (status, _) = get(&client, &app, "/api/ops/me").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Wrong tokens from one address end in 429, even for the right one then.
+    let mut limited = false;
+    for _ in 0..30 {
+        let response = client
+            .post(app.url("/api/ops/session"))
+            .json(&json!({"admin_token": "wrong-token-wrong-token-wrong-token", "name": "m"}))
+            .send()
+            .await
+            .expect("answered");
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            limited = true;
+            break;
+        }
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    assert!(limited, "wrong admin tokens were never rate limited");
+    let right = client
+        .post(app.url("/api/ops/session"))
+        .json(&json!({"admin_token": ADMIN_TOKEN, "name": "ada"}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(right.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn an_anomaly_is_resolved_once_with_who_when_and_a_note_and_never_deleted() {
+    let app = spawn_app_without_callbacks().await;
+    let (order_no, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    let ops = operator(&app, "Ada Lovelace").await;
+
+    let (status, queue) = get(&ops, &app, "/api/ops/anomalies").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(queue.as_array().expect("a list").len(), 1);
+    assert_eq!(queue[0]["kind"], "CALLBACK_CONFLICT");
+    assert_eq!(queue[0]["order_no"], order_no.as_str());
+    assert_eq!(queue[0]["resolved_at"], Value::Null);
+    let (_, by_kind) = get(&ops, &app, "/api/ops/anomalies?kind=LATE_SUCCESS").await;
+    assert_eq!(by_kind, json!([]));
+    for bad in [
+        "/api/ops/anomalies?kind=NOT_A_KIND",
+        "/api/ops/anomalies?state=closed",
+        "/api/ops/anomalies?limit=0",
+        "/api/ops/anomalies?limit=501",
+    ] {
+        let (status, body) = get(&ops, &app, bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(body["error"]["code"], "BAD_REQUEST", "{bad}");
+    }
+    let (status, _) = get(&ops, &app, "/api/ops/anomalies/999999").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Bad notes and unknown anomalies change nothing.
+    for note in ["", "   ", &"n".repeat(2001)] {
+        let (status, _) = resolve(&ops, &app, anomaly_id, note).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+    }
+    let (status, _) = resolve(&ops, &app, 999_999, "no such").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A cross-site form post is refused before anything is read.
+    let forged = ops
+        .post(app.url(&format!("/api/ops/anomalies/{anomaly_id}/resolve")))
+        .header("sec-fetch-site", "cross-site")
+        .json(&json!({"note": "forged"}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let (_, still_open) = get(&ops, &app, &format!("/api/ops/anomalies/{anomaly_id}")).await;
+    assert_eq!(still_open["resolved_at"], Value::Null);
+
+    let (status, resolved) = resolve(
+        &ops,
+        &app,
+        anomaly_id,
+        "  Platform resent with a new timestamp; nothing charged twice.  ",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resolved["resolved_by"], "Ada Lovelace");
+    assert_eq!(
+        resolved["resolution_note"],
+        "Platform resent with a new timestamp; nothing charged twice."
+    );
+    assert!(resolved["resolved_at"].is_string());
+
+    // Once only: a second resolution is refused and the first stays as it was.
+    let second = operator(&app, "Bob").await;
+    let (status, body) = resolve(&second, &app, anomaly_id, "overwrite").await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"]["code"], "ANOMALY_ALREADY_RESOLVED");
+    let (_, again) = get(&ops, &app, &format!("/api/ops/anomalies/{anomaly_id}")).await;
+    assert_eq!(again, resolved);
+
+    // The queue moves it from open to resolved.
+    let (_, open) = get(&ops, &app, "/api/ops/anomalies").await;
+    assert_eq!(open, json!([]));
+    let (_, done) = get(&ops, &app, "/api/ops/anomalies?state=resolved").await;
+    assert_eq!(done[0]["anomaly_id"], anomaly_id);
+    let (_, all) = get(&ops, &app, "/api/ops/anomalies?state=all").await;
+    assert_eq!(all.as_array().expect("a list").len(), 1);
+
+    // The database itself refuses to rewrite or delete it, whoever asks.
+    let rewrite =
+        sqlx::query("UPDATE anomalies SET resolution_note = 'changed' WHERE anomaly_id = $1")
+            .bind(anomaly_id)
+            .execute(&app.db)
+            .await;
+    assert!(rewrite.is_err(), "a resolution was rewritten");
+    let delete = sqlx::query("DELETE FROM anomalies WHERE anomaly_id = $1")
+        .bind(anomaly_id)
+        .execute(&app.db)
+        .await;
+    assert!(delete.is_err(), "an anomaly was deleted");
+    assert_eq!(app.count("anomalies").await, 1);
+}
+
+#[tokio::test]
+async fn an_orders_timeline_shows_everything_in_time_order_and_search_finds_it() {
+    let app = spawn_app_without_callbacks().await;
+    let (order_no, payment_id, _) = order_with_an_anomaly(&app).await;
+    let refund = post_refund(
+        &app,
+        &order_no,
+        Some("refund-1"),
+        &json!({"amount_cents": 250, "reason": "one cup broken"}),
+    )
+    .await;
+    assert_eq!(refund.status(), StatusCode::ACCEPTED);
+    let ops = operator(&app, "ada").await;
+
+    let (status, timeline) = get(&ops, &app, &format!("/api/ops/orders/{order_no}/timeline")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(timeline["order"]["status"], "PAID");
+    assert_eq!(timeline["order"]["amount_cents"], 1_250);
+    let events = timeline["events"].as_array().expect("events");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["kind"].as_str().expect("a kind"))
+        .collect();
+    for kind in [
+        "order_placed",
+        "token_issued",
+        "attempt_created",
+        "attempt_submitted",
+        "delivery",
+        "ledger",
+        "refund",
+        "anomaly",
+        "order_final",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    // Every delivery with our answer: one applied, three duplicates, one conflict.
+    let deliveries: Vec<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "delivery")
+        .map(|e| e["details"]["outcome"].as_str().expect("an outcome"))
+        .collect();
+    assert_eq!(
+        deliveries,
+        [
+            "CHARGED",
+            "DUPLICATE",
+            "DUPLICATE",
+            "DUPLICATE",
+            "CALLBACK_CONFLICT"
+        ]
+    );
+    // In time order, the order placed first.
+    let times: Vec<&str> = events
+        .iter()
+        .map(|e| e["at"].as_str().expect("a time"))
+        .collect();
+    let parsed: Vec<time::OffsetDateTime> = times
+        .iter()
+        .map(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                .expect("RFC 3339")
+        })
+        .collect();
+    assert!(parsed.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_eq!(kinds[0], "order_placed");
+
+    // Search: by number, callback id, payment id and email; nothing else.
+    let email: String = sqlx::query_scalar(
+        "SELECT s.email FROM orders o JOIN shoppers s USING (shopper_id) WHERE o.order_no = $1",
+    )
+    .bind(&order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("the email");
+    for (q, matched_by) in [
+        (order_no.clone(), "order_no"),
+        ("cb_first".to_owned(), "callback_id"),
+        (payment_id.clone(), "payment_id"),
+        (email.to_uppercase(), "shopper_email"),
+    ] {
+        let (status, hits) = get(&ops, &app, &format!("/api/ops/search?q={q}")).await;
+        assert_eq!(status, StatusCode::OK, "{q}");
+        assert_eq!(hits.as_array().expect("hits").len(), 1, "{q}: {hits}");
+        assert_eq!(hits[0]["order"]["order_no"], order_no.as_str(), "{q}");
+        assert_eq!(hits[0]["matched_by"], matched_by, "{q}");
+    }
+    let (_, none) = get(&ops, &app, "/api/ops/search?q=nothing-like-it").await;
+    assert_eq!(none, json!([]));
+    let (status, _) = get(&ops, &app, "/api/ops/search?q=").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, body) = get(&ops, &app, "/api/ops/orders/ORD-NOPE/timeline").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "ORDER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn activity_counts_the_last_hour_per_minute() {
+    let app = spawn_app_without_callbacks().await;
+    let ops = operator(&app, "ada").await;
+    let (status, before) = get(&ops, &app, "/api/ops/activity").await;
+    assert_eq!(status, StatusCode::OK);
+    let minutes = before["minutes"].as_array().expect("minutes");
+    assert_eq!(minutes.len(), 60);
+    let total = |activity: &Value, field: &str| -> i64 {
+        activity["minutes"]
+            .as_array()
+            .expect("minutes")
+            .iter()
+            .map(|m| m[field].as_i64().expect("a count"))
+            .sum()
+    };
+    assert_eq!(total(&before, "deliveries"), 0);
+
+    order_with_an_anomaly(&app).await;
+    let (_, after) = get(&ops, &app, "/api/ops/activity").await;
+    assert_eq!(total(&after, "deliveries"), 5);
+    assert_eq!(total(&after, "duplicates"), 3);
+    assert_eq!(total(&after, "pays"), 1);
+}
