@@ -95,7 +95,9 @@ pub fn bars(first: &[i64], second: &[i64], frame: &Frame) -> (Vec<Bar>, i64) {
                 slot,
                 series,
                 value,
-                x: frame.left + slot as f64 * slot_width + slot_width * 0.08
+                x: frame.left
+                    + slot as f64 * slot_width
+                    + slot_width * 0.08
                     + series as f64 * bar_width,
                 y: frame.baseline() - height,
                 width: bar_width,
@@ -149,13 +151,25 @@ mod tests {
         let (bars, _) = bars(&first, &second, &frame);
         for bar in &bars {
             assert!(bar.x >= frame.left, "{bar:?}");
-            assert!(bar.x + bar.width <= frame.width - frame.right + 1e-9, "{bar:?}");
+            assert!(
+                bar.x + bar.width <= frame.width - frame.right + 1e-9,
+                "{bar:?}"
+            );
             assert!(bar.y >= frame.top - 1e-9, "{bar:?}");
         }
-        let a = bars.iter().find(|b| b.slot == 30 && b.series == 0).expect("a");
-        let b = bars.iter().find(|b| b.slot == 30 && b.series == 1).expect("b");
+        let a = bars
+            .iter()
+            .find(|b| b.slot == 30 && b.series == 0)
+            .expect("a");
+        let b = bars
+            .iter()
+            .find(|b| b.slot == 30 && b.series == 1)
+            .expect("b");
         assert!(a.x + a.width <= b.x + 1e-9);
-        let next = bars.iter().find(|b| b.slot == 31 && b.series == 0).expect("next");
+        let next = bars
+            .iter()
+            .find(|b| b.slot == 31 && b.series == 0)
+            .expect("next");
         assert!(b.x + b.width <= next.x);
     }
 }

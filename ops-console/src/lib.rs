@@ -112,7 +112,10 @@ pub fn App() -> impl IntoView {
 /// `result`, after showing the sign-in form when it says the operator session
 /// is gone. `session` is the app's (taken from the context when the view was
 /// made: an async task has no reactive owner to look it up from).
-pub fn or_sign_in<T>(session: RwSignal<Session>, result: Result<T, ApiError>) -> Result<T, ApiError> {
+pub fn or_sign_in<T>(
+    session: RwSignal<Session>,
+    result: Result<T, ApiError>,
+) -> Result<T, ApiError> {
     if result.as_ref().is_err_and(ApiError::is_unauthenticated) {
         session.set(Session::SignedOut);
     }

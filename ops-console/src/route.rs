@@ -157,7 +157,11 @@ mod tests {
     #[test]
     fn the_console_root_opens_the_anomalies_queue() {
         for path in ["/ops", "/ops/", "/ops/anomalies", "/ops/anomalies/"] {
-            assert_eq!(Route::from_path(path), Route::Anomalies { open: None }, "{path}");
+            assert_eq!(
+                Route::from_path(path),
+                Route::Anomalies { open: None },
+                "{path}"
+            );
         }
         assert_eq!(
             Route::from_path("/ops/anomalies/42"),
@@ -183,7 +187,13 @@ mod tests {
 
     #[test]
     fn unknown_paths_are_not_found() {
-        for path in ["/", "/pay/x", "/ops/anomalies/x", "/ops/nope", "/ops/orders/a/b"] {
+        for path in [
+            "/",
+            "/pay/x",
+            "/ops/anomalies/x",
+            "/ops/nope",
+            "/ops/orders/a/b",
+        ] {
             assert_eq!(Route::from_path(path), Route::NotFound, "{path}");
         }
     }

@@ -247,10 +247,20 @@ async fn the_operator_console_s_routes_get_its_own_page_and_its_own_loader_hash(
     ] {
         let answer = raw_get(&app, path).await;
         assert_eq!(answer.status, 200, "{path}: {}", answer.body);
-        assert!(answer.body.contains("CONSOLE-PAGE"), "{path}: {}", answer.body);
+        assert!(
+            answer.body.contains("CONSOLE-PAGE"),
+            "{path}: {}",
+            answer.body
+        );
         let csp = csp_of(&answer);
-        assert!(csp.contains(&console_hash.to_ascii_lowercase()), "{path}: {csp}");
-        assert!(!csp.contains(&page_hash.to_ascii_lowercase()), "{path}: {csp}");
+        assert!(
+            csp.contains(&console_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+        assert!(
+            !csp.contains(&page_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
     }
 
     let script = raw_get(&app, "/ops/console.js").await;
@@ -261,10 +271,20 @@ async fn the_operator_console_s_routes_get_its_own_page_and_its_own_loader_hash(
     for path in ["/", "/pay/ord_x", "/opsx", "/pay/ops"] {
         let answer = raw_get(&app, path).await;
         assert_eq!(answer.status, 200, "{path}");
-        assert!(answer.body.contains("INDEX-PAGE"), "{path}: {}", answer.body);
+        assert!(
+            answer.body.contains("INDEX-PAGE"),
+            "{path}: {}",
+            answer.body
+        );
         let csp = csp_of(&answer);
-        assert!(csp.contains(&page_hash.to_ascii_lowercase()), "{path}: {csp}");
-        assert!(!csp.contains(&console_hash.to_ascii_lowercase()), "{path}: {csp}");
+        assert!(
+            csp.contains(&page_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+        assert!(
+            !csp.contains(&console_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
     }
 
     // The same rules inside the console's directory.

@@ -73,7 +73,10 @@ fn Charts(activity: Activity) -> impl IntoView {
     let pays = pick(|m| m.pays);
     let replays = pick(|m| m.replays);
     let labels: Vec<String> = minutes.iter().map(|m| minute(m.minute)).collect();
-    let updated = minutes.last().map(|m| timestamp(m.minute)).unwrap_or_default();
+    let updated = minutes
+        .last()
+        .map(|m| timestamp(m.minute))
+        .unwrap_or_default();
     view! {
         <h2>"Callback deliveries"</h2>
         <BarChart

@@ -183,7 +183,9 @@ fn AnomalyDetail(anomaly: ReviewAnomaly, version: RwSignal<u32>) -> impl IntoVie
             .trim()
             .to_owned();
         if text.is_empty() {
-            problem.set(Some("Write what you found and did before resolving.".to_owned()));
+            problem.set(Some(
+                "Write what you found and did before resolving.".to_owned(),
+            ));
             return;
         }
         pending.set(true);

@@ -626,7 +626,8 @@ impl TestApp {
     /// as the platform would (`POST /api/payments/callback`): the status and
     /// the JSON answer.
     pub async fn post_callback(&self, callback_id: &str, body: &Value) -> (u16, Value) {
-        let secret = callback_signing::CallbackSecret::parse(WEBHOOK_SECRET).expect("a valid secret");
+        let secret =
+            callback_signing::CallbackSecret::parse(WEBHOOK_SECRET).expect("a valid secret");
         let body = body.to_string();
         let signed = secret
             .sign_now(callback_id, body.as_bytes())

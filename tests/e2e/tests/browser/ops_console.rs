@@ -82,11 +82,22 @@ async fn after_a_chaos_storm_the_queue_lists_the_anomalies_and_one_is_resolved_w
     let kinds: Vec<&str> = kinds.iter().map(|(_, kind, _)| kind.as_str()).collect();
     assert!(kinds.contains(&"CALLBACK_CONFLICT"), "{kinds:?}");
     assert!(
-        kinds
-            .iter()
-            .any(|k| ["SECOND_SUCCESS_FOR_PAID_ORDER", "PAYMENT_REFERENCE_MISMATCH"].contains(k)),
+        kinds.iter().any(|k| [
+            "SECOND_SUCCESS_FOR_PAID_ORDER",
+            "PAYMENT_REFERENCE_MISMATCH"
+        ]
+        .contains(k)),
         "{kinds:?}"
     );
+
+    let (newest, _, _) = app
+        .eventually("the queue's rows", || async {
+            queue_rows(&app).await.first().cloned()
+        })
+        .await;
+    app.click(&format!("open-anomaly-{newest}")).await;
+    wait_for_text(&app, "anomaly-facts").await;
+    app.screenshot("ops-console-queue").await;
 
     // The kind filter narrows the queue.
     select(&app, "filter-kind", "CALLBACK_CONFLICT").await;
@@ -111,7 +122,10 @@ async fn after_a_chaos_storm_the_queue_lists_the_anomalies_and_one_is_resolved_w
     app.screenshot("ops-console-anomaly").await;
     app.click("resolve-button").await;
     let refusal = wait_for_text(&app, "resolve-error").await;
-    assert!(refusal.contains("Write what you found"), "an empty note is refused: {refusal}");
+    assert!(
+        refusal.contains("Write what you found"),
+        "an empty note is refused: {refusal}"
+    );
     let note = "Platform re-sent evt with another amount; ours stands. Checked the bill.";
     app.type_into("resolve-note", note).await;
     app.click("resolve-button").await;
@@ -156,7 +170,9 @@ async fn the_timeline_of_an_order_with_duplicates_and_a_refund_reads_in_time_ord
     // Arrange: a paid order with duplicate deliveries, a conflict, and a refund.
     let app = spawn_app().await;
     let storm = chaos_storm(&app).await;
-    let refund = app.refund(&storm.order_no, 500, "One cup arrived broken").await;
+    let refund = app
+        .refund(&storm.order_no, 500, "One cup arrived broken")
+        .await;
     app.wait_for_refund(&storm.order_no, &refund.refund_no, RefundStatus::Succeeded)
         .await;
     sign_in_operator(&app).await;
@@ -195,7 +211,10 @@ async fn the_timeline_of_an_order_with_duplicates_and_a_refund_reads_in_time_ord
         })
         .await;
     let count = |kind: &str| events.iter().filter(|(k, _, _)| k == kind).count();
-    assert!(count("delivery") >= 4, "the sandbox's and the storm's: {events:#?}");
+    assert!(
+        count("delivery") >= 4,
+        "the sandbox's and the storm's: {events:#?}"
+    );
     assert!(count("anomaly") >= 2, "{events:#?}");
     assert!(count("refund") >= 1, "{events:#?}");
     assert!(count("ledger") >= 1, "{events:#?}");
@@ -203,7 +222,10 @@ async fn the_timeline_of_an_order_with_duplicates_and_a_refund_reads_in_time_ord
         .iter()
         .filter(|(kind, title, _)| kind == "delivery" && title.to_uppercase().contains("DUPLICATE"))
         .count();
-    assert!(duplicates >= 1, "a duplicate delivery is named: {events:#?}");
+    assert!(
+        duplicates >= 1,
+        "a duplicate delivery is named: {events:#?}"
+    );
     let times: Vec<&String> = events.iter().map(|(_, _, at)| at).collect();
     let mut sorted = times.clone();
     sorted.sort();
@@ -227,10 +249,16 @@ async fn the_activity_chart_is_drawn_and_refreshes_itself_after_new_deliveries()
     // Assert: both charts are drawn, with the storm's deliveries counted.
     let before = app
         .eventually("the deliveries chart", || async {
-            app.attr("chart-deliveries", "data-total-a").await?.parse::<i64>().ok()
+            app.attr("chart-deliveries", "data-total-a")
+                .await?
+                .parse::<i64>()
+                .ok()
         })
         .await;
-    assert!(before >= 4, "the sandbox's and the storm's deliveries: {before}");
+    assert!(
+        before >= 4,
+        "the sandbox's and the storm's deliveries: {before}"
+    );
     assert!(app.is_present("chart-pays").await);
     let bars = app
         .js("return document.querySelectorAll('#chart-deliveries rect.bar').length;")
@@ -259,12 +287,19 @@ async fn the_activity_chart_is_drawn_and_refreshes_itself_after_new_deliveries()
     let refreshes_before = refreshes(&app).await;
     let after = app
         .eventually("the chart to count the new deliveries", || async {
-            let total: i64 = app.attr("chart-deliveries", "data-total-a").await?.parse().ok()?;
+            let total: i64 = app
+                .attr("chart-deliveries", "data-total-a")
+                .await?
+                .parse()
+                .ok()?;
             (total >= before + 3).then_some(total)
         })
         .await;
     assert!(after >= before + 3);
-    assert!(refreshes(&app).await > refreshes_before, "refreshed by itself");
+    assert!(
+        refreshes(&app).await > refreshes_before,
+        "refreshed by itself"
+    );
     app.screenshot("ops-console-activity-updated").await;
     app.finish().await;
 }
@@ -312,8 +347,17 @@ async fn chaos_storm(app: &TestApp) -> Storm {
     let reused = new_callback_id();
     let (first, _) = app.post_callback(&reused, &success).await;
     let (again, _) = app.post_callback(&reused, &success).await;
-    assert_eq!((first, again), (200, 200), "a re-sent success is acknowledged");
-    let (conflict, answer) = app.post_callback(&reused, &body(9_900, &platform_payment_id, Some(payment_id))).await;
+    assert_eq!(
+        (first, again),
+        (200, 200),
+        "a re-sent success is acknowledged"
+    );
+    let (conflict, answer) = app
+        .post_callback(
+            &reused,
+            &body(9_900, &platform_payment_id, Some(payment_id)),
+        )
+        .await;
     assert_eq!(conflict, 409, "{answer}");
     let (second, answer) = app
         .post_callback(&new_callback_id(), &body(2_500, "pay_someone_else", None))
@@ -371,8 +415,10 @@ async fn select(app: &TestApp, id: &str, value: &str) {
 /// The queue's rows: anomaly id, kind and whether it is resolved.
 async fn queue_rows(app: &TestApp) -> Vec<(i64, String, String)> {
     let rows = app
-        .js("return [...document.querySelectorAll('tr.anomaly-row')].map((r) =>
-               [Number(r.dataset.anomalyId), r.dataset.kind, r.dataset.resolved]);")
+        .js(
+            "return [...document.querySelectorAll('tr.anomaly-row')].map((r) =>
+               [Number(r.dataset.anomalyId), r.dataset.kind, r.dataset.resolved]);",
+        )
         .await;
     serde_json::from_value(rows).unwrap_or_default()
 }
@@ -380,9 +426,11 @@ async fn queue_rows(app: &TestApp) -> Vec<(i64, String, String)> {
 /// The timeline's events: kind, title and time as shown.
 async fn timeline_events(app: &TestApp) -> Vec<(String, String, String)> {
     let events = app
-        .js("return [...document.querySelectorAll('#timeline-events .event')].map((e) =>
+        .js(
+            "return [...document.querySelectorAll('#timeline-events .event')].map((e) =>
                [e.dataset.kind, e.querySelector('.event-title').textContent,
-                e.querySelector('.event-time').textContent]);")
+                e.querySelector('.event-time').textContent]);",
+        )
         .await;
     serde_json::from_value(events).unwrap_or_default()
 }
