@@ -16,6 +16,22 @@ pub fn timestamp(at: OffsetDateTime) -> String {
     )
 }
 
+/// A timestamp in UTC to the millisecond, as `2025-01-31 14:05:09.042 UTC`:
+/// a timeline's events often share a second.
+pub fn timestamp_ms(at: OffsetDateTime) -> String {
+    let utc = at.checked_to_offset(UtcOffset::UTC).unwrap_or(at);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
+        utc.year(),
+        u8::from(utc.month()),
+        utc.day(),
+        utc.hour(),
+        utc.minute(),
+        utc.second(),
+        utc.millisecond()
+    )
+}
+
 /// The minute of a timestamp in UTC, as `14:05`.
 pub fn minute(at: OffsetDateTime) -> String {
     let utc = at.checked_to_offset(UtcOffset::UTC).unwrap_or(at);
@@ -56,6 +72,10 @@ mod tests {
             "2025-01-31 14:05:09 UTC"
         );
         assert_eq!(minute(datetime!(2025-01-31 14:05:59 UTC)), "14:05");
+        assert_eq!(
+            timestamp_ms(datetime!(2025-01-31 14:05:09.042_9 UTC)),
+            "2025-01-31 14:05:09.042 UTC"
+        );
     }
 
     #[test]

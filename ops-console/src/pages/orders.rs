@@ -6,7 +6,7 @@
 //! with the answer we gave, queries, ledger rows, refunds and anomalies.
 
 use super::{Loading, Problem};
-use crate::format::{pretty_json, timestamp, words};
+use crate::format::{pretty_json, timestamp, timestamp_ms, words};
 use crate::route::Route;
 use crate::{Session, api, or_sign_in};
 use api_types::format_minor;
@@ -123,7 +123,7 @@ fn Timeline(timeline: OrderTimeline) -> impl IntoView {
                     .map(|event| {
                         view! {
                             <li class="event" data-kind=kind_name(event.kind)>
-                                <span class="event-time nowrap">{timestamp(event.at)}</span>
+                                <span class="event-time nowrap">{timestamp_ms(event.at)}</span>
                                 <span class=format!("event-kind kind-{}", kind_name(event.kind))>
                                     {kind_label(event.kind)}
                                 </span>

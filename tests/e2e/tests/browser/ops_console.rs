@@ -234,6 +234,8 @@ async fn the_timeline_of_an_order_with_duplicates_and_a_refund_reads_in_time_ord
         app.attr("order-summary", "data-status").await.as_deref(),
         Some("PAID")
     );
+    app.js("document.getElementById('timeline-events').scrollIntoView();")
+        .await;
     app.screenshot("ops-console-timeline").await;
     app.finish().await;
 }
