@@ -58,6 +58,11 @@ async fn the_console_is_unreachable_without_an_operator_session_and_signs_in_wit
         "the token is kept nowhere in the browser: {stored}"
     );
 
+    // The reconciliation view opens on today, not reconciled yet.
+    app.click("tab-reconciliation").await;
+    let none = wait_for_text(&app, "recon-none").await;
+    assert!(none.contains("has not been reconciled yet"), "{none}");
+
     // Signing out closes the console again.
     app.click("signout").await;
     wait_for(&app, "ops-signin-form").await;
