@@ -124,3 +124,21 @@ pub struct RefundState {
 /// The error code a platform answers a refund with when the payment's
 /// refunds would exceed what it took (422).
 pub const REFUND_EXCEEDS_PAYMENT: &str = "REFUND_EXCEEDS_PAYMENT";
+
+/// The columns of a daily bill (`GET /v1/bills/{date}`, CSV with one header
+/// line), in order: a subset of a WeChat Pay trade bill's, in its order. The
+/// platform writes them and the checkout's reconciliation reads them.
+pub const BILL_COLUMNS: [&str; 12] = [
+    "trade_time",
+    "transaction_id",
+    "out_trade_no",
+    "trade_state",
+    "currency",
+    "amount",
+    "refund_id",
+    "out_refund_no",
+    "refund_amount",
+    "refund_state",
+    "fee",
+    "rate",
+];

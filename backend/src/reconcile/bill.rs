@@ -11,21 +11,8 @@
 use api_types::Currency;
 use serde_json::{Value, json};
 
-/// The columns a bill must have, in this order.
-pub const COLUMNS: [&str; 12] = [
-    "trade_time",
-    "transaction_id",
-    "out_trade_no",
-    "trade_state",
-    "currency",
-    "amount",
-    "refund_id",
-    "out_refund_no",
-    "refund_amount",
-    "refund_state",
-    "fee",
-    "rate",
-];
+/// The columns of a bill, in order (the wire contract, [`api_types::platform::BILL_COLUMNS`]).
+pub use api_types::platform::BILL_COLUMNS as COLUMNS;
 
 /// What a bill row reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

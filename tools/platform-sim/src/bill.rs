@@ -38,21 +38,8 @@ use crate::refund::RefundStatus;
 use api_types::Currency;
 use time::{Date, OffsetDateTime};
 
-/// The header line's columns, in order.
-pub const COLUMNS: [&str; 12] = [
-    "trade_time",
-    "transaction_id",
-    "out_trade_no",
-    "trade_state",
-    "currency",
-    "amount",
-    "refund_id",
-    "out_refund_no",
-    "refund_amount",
-    "refund_state",
-    "fee",
-    "rate",
-];
+/// The columns of a bill, in order (the wire contract, [`api_types::platform::BILL_COLUMNS`]).
+pub use api_types::platform::BILL_COLUMNS as COLUMNS;
 
 /// The platform's fee on a payment, in thousandths of its amount (WeChat Pay's
 /// common 0.6 %).
