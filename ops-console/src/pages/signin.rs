@@ -98,6 +98,9 @@ pub fn sign_in_problem(err: &ApiError) -> String {
         Some(ErrorCode::RateLimited) => {
             "Too many sign-in attempts. Wait a minute, then try again.".to_owned()
         }
+        Some(ErrorCode::NotFound) => {
+            "This backend has no ADMIN_TOKEN set, so it has no operator console.".to_owned()
+        }
         _ => err.explain(),
     }
 }
@@ -121,5 +124,8 @@ mod tests {
             r#"{"error":{"code":"BAD_REQUEST","message":"name: 1 to 64 characters"}}"#,
         );
         assert!(sign_in_problem(&bad_name).contains("name: 1 to 64 characters"));
+        let no_console =
+            api::error_from_answer(404, r#"{"error":{"code":"NOT_FOUND","message":"no"}}"#);
+        assert!(sign_in_problem(&no_console).contains("no ADMIN_TOKEN"));
     }
 }
