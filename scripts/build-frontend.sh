@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Builds the payment page into dist/ (release: profile wasm-release, wasm-opt -Oz)
-# and reports the .wasm size; fails when the gzip size exceeds the budget.
+# Builds the payment page into dist/ and the operator console into dist/ops/
+# (release: profile wasm-release, wasm-opt -Oz), reports each .wasm's size, and
+# fails when a gzip size exceeds its budget.
+#
+# The payment page is built first: Trunk empties its dist directory, and the
+# payment page's is dist/ itself, which holds dist/ops/.
 #
 # Environment:
-#   MAX_WASM_GZIP_KIB   size budget for the gzipped .wasm (default 150)
+#   MAX_WASM_GZIP_KIB       size budget for the payment page's gzipped .wasm (default 150)
+#   MAX_OPS_WASM_GZIP_KIB   size budget for the operator console's gzipped .wasm (default 400)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,23 +19,32 @@ echo "==> cargo fetch --locked"
 # Trunk.toml sets offline = true, so every crate must be in the local cache.
 cargo fetch --locked --quiet
 
-echo "==> trunk build --release"
-trunk build --release
+# check_budget DIR BUDGET_KIB: the one .wasm in DIR, its sizes, and the budget.
+check_budget() {
+    local dir=$1 budget_kib=$2
+    shopt -s nullglob
+    local wasm_files=("$dir"/*.wasm)
+    shopt -u nullglob
+    if [[ ${#wasm_files[@]} -ne 1 ]]; then
+        echo "error: expected exactly one .wasm in $dir/, found ${#wasm_files[@]}" >&2
+        exit 1
+    fi
+    local wasm="${wasm_files[0]}" raw gz
+    raw=$(stat -c %s "$wasm")
+    gz=$(gzip -9 -c "$wasm" | wc -c)
+    awk -v f="$wasm" -v raw="$raw" -v gz="$gz" -v budget="$budget_kib" 'BEGIN {
+        printf "==> %s: %d bytes raw (%.1f KiB), %d bytes gzip -9 (%.1f KiB); budget %d KiB gzip\n",
+            f, raw, raw / 1024, gz, gz / 1024, budget }'
+    if (( gz > budget_kib * 1024 )); then
+        echo "error: the gzipped .wasm in $dir/ is over the ${budget_kib} KiB budget" >&2
+        exit 1
+    fi
+}
 
-shopt -s nullglob
-wasm_files=(dist/*.wasm)
-if [[ ${#wasm_files[@]} -ne 1 ]]; then
-    echo "error: expected exactly one .wasm in dist/, found ${#wasm_files[@]}" >&2
-    exit 1
-fi
-wasm="${wasm_files[0]}"
-raw=$(stat -c %s "$wasm")
-gz=$(gzip -9 -c "$wasm" | wc -c)
-budget_kib="${MAX_WASM_GZIP_KIB:-150}"
-awk -v f="$wasm" -v raw="$raw" -v gz="$gz" -v budget="$budget_kib" 'BEGIN {
-    printf "==> %s: %d bytes raw (%.1f KiB), %d bytes gzip -9 (%.1f KiB); budget %d KiB gzip\n",
-        f, raw, raw / 1024, gz, gz / 1024, budget }'
-if (( gz > budget_kib * 1024 )); then
-    echo "error: the gzipped .wasm is over the ${budget_kib} KiB budget" >&2
-    exit 1
-fi
+echo "==> trunk build --release (the payment page, dist/)"
+trunk build --release
+check_budget dist "${MAX_WASM_GZIP_KIB:-150}"
+
+echo "==> trunk build --release --config ops-console/Trunk.toml (the operator console, dist/ops/)"
+trunk build --release --config ops-console/Trunk.toml
+check_budget dist/ops "${MAX_OPS_WASM_GZIP_KIB:-400}"

@@ -40,7 +40,7 @@ step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy (native)"
-cargo clippy --locked --workspace --exclude frontend --all-targets -- -D warnings
+cargo clippy --locked --workspace --exclude frontend --exclude ops-console --all-targets -- -D warnings
 
 step "cargo clippy (backend without the sandbox, and with fault injection)"
 cargo clippy --locked -p backend --no-default-features --all-targets -- -D warnings
@@ -49,11 +49,14 @@ cargo clippy --locked -p backend --features fault-injection --all-targets -- -D 
 step "cargo clippy (wasm32 payment page)"
 cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
 
+step "cargo clippy (wasm32 operator console)"
+cargo clippy --locked -p ops-console --target wasm32-unknown-unknown -- -D warnings
+
 step "Unused dependencies (cargo machete)"
 cargo machete
 
 step "Docs (cargo doc, warnings denied)"
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude frontend
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude frontend --exclude ops-console
 
 step "Unit and integration tests (api-types, callback-signing, platform-protocols, backend, platform-sim, bench, testkit)"
 cargo test --locked -p api-types -p callback-signing -p platform-protocols -p backend -p platform-sim -p bench -p testkit
@@ -78,7 +81,10 @@ bash scripts/schemathesis.sh
 step "Payment page logic tests"
 cargo test --locked -p frontend
 
-step "Release build of the payment page"
+step "Operator console logic tests (routes, chart geometry, formats)"
+cargo test --locked -p ops-console
+
+step "Release build of the payment page and the operator console"
 bash scripts/build-frontend.sh
 
 step "Browser end-to-end tests"

@@ -1,4 +1,5 @@
-//! The payment page: the files of the front end's build output, and nothing else.
+//! The payment page and the operator console: the files of the front end's
+//! build output, and nothing else.
 //!
 //! `tower_http`'s `ServeDir` alone serves dotfiles (`.env`, `.git/config`) and
 //! follows symlinks out of its directory. This service puts two rules in front
@@ -15,7 +16,9 @@
 //!
 //! Every other path — `/`, a directory, or a path that names no file, such as the
 //! client-side routes `/pay/{order_no}` and `/signin` — gets `index.html` with
-//! `200`, held to the same rule 2.
+//! `200`, held to the same rule 2. Under `/ops` (the operator console, its own
+//! build in `ops/`) such a path gets `ops/index.html` instead, never the payment
+//! page, and `404` when the console was not built.
 
 use crate::error::ApiError;
 use axum::Router;
@@ -29,6 +32,17 @@ use tower_http::services::ServeFile;
 
 /// The file every client-side route gets.
 pub const INDEX: &str = "index.html";
+
+/// The operator console's directory in the build output, and its URL prefix (`/ops/`).
+pub const CONSOLE_DIR: &str = "ops";
+
+/// True for a path of the operator console: `/ops` or anything under `/ops/`.
+pub fn is_console_path(uri_path: &str) -> bool {
+    uri_path
+        .strip_prefix('/')
+        .and_then(|rest| rest.strip_prefix(CONSOLE_DIR))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
 
 /// A service (for `Router::fallback_service`) that serves the files under `dir`
 /// by the rules above.
@@ -80,9 +94,14 @@ async fn resolve(dir: &Path, relative: &Path) -> Option<PathBuf> {
             None
         }
         Ok(real) if is_file(&real).await => Some(real),
-        // A directory, or no such file: a client-side route gets the page.
+        // A directory, or no such file: a client-side route gets its app's page.
         _ => {
-            let index = tokio::fs::canonicalize(root.join(INDEX)).await.ok()?;
+            let app = if relative.starts_with(CONSOLE_DIR) {
+                root.join(CONSOLE_DIR)
+            } else {
+                root.clone()
+            };
+            let index = tokio::fs::canonicalize(app.join(INDEX)).await.ok()?;
             (index.starts_with(&root) && is_file(&index).await).then_some(index)
         }
     }
@@ -96,8 +115,18 @@ async fn is_file(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::relative_path;
+    use super::{is_console_path, relative_path};
     use std::path::PathBuf;
+
+    #[test]
+    fn only_ops_and_paths_under_it_are_the_console_s() {
+        for path in ["/ops", "/ops/", "/ops/anomalies", "/ops/orders/ORD-1"] {
+            assert!(is_console_path(path), "{path}");
+        }
+        for path in ["/", "/opsx", "/ops.js", "/pay/ops", "/api/ops/me", "ops"] {
+            assert!(!is_console_path(path), "{path}");
+        }
+    }
 
     #[test]
     fn ordinary_paths_become_relative_file_paths() {

@@ -18,7 +18,9 @@
 //! `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a
 //! Content-Security-Policy with `frame-ancestors 'none'`: on the page it allows
 //! our own scripts, WebAssembly (`'wasm-unsafe-eval'`) and the hashes of the
-//! inline loader Trunk writes into `index.html`, and no `unsafe-inline`; on
+//! inline loader Trunk writes into `index.html`, and no `unsafe-inline`; under
+//! `/ops` the same, with the hashes of the operator console's own `index.html`
+//! (`ops/index.html`), so neither app's loader runs in the other's pages; on
 //! `/api/*` it allows nothing, and those answers are `Cache-Control: no-store`.
 //! With `COOKIE_SECURE=true`, HSTS as well.
 
@@ -132,6 +134,7 @@ pub async fn csrf_guard(
 #[derive(Debug, Clone)]
 pub struct SecurityHeaders {
     page_csp: HeaderValue,
+    console_csp: HeaderValue,
     hsts: bool,
 }
 
@@ -140,27 +143,35 @@ const API_CSP: &str =
     "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 impl SecurityHeaders {
-    /// Headers for a page built into `static_dir` (its `index.html` inline
-    /// scripts are allowed by hash); HSTS when `hsts`.
+    /// Headers for the pages built into `static_dir` (the payment page's and,
+    /// under `ops/`, the operator console's `index.html` inline scripts are
+    /// allowed by hash, each on its own pages); HSTS when `hsts`.
     pub fn new(static_dir: Option<&Path>, hsts: bool) -> anyhow::Result<Self> {
-        let index = match static_dir {
-            Some(dir) => std::fs::read_to_string(dir.join("index.html")).unwrap_or_default(),
+        let read = |relative: &str| match static_dir {
+            Some(dir) => std::fs::read_to_string(dir.join(relative)).unwrap_or_default(),
             None => String::new(),
         };
-        let hashes: String = inline_script_hashes(&index)
-            .iter()
-            .map(|hash| format!(" '{hash}'"))
-            .collect();
-        let csp = format!(
-            "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{hashes}; \
-             style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
-             object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-        );
+        let console_index = format!("{}/index.html", crate::static_files::CONSOLE_DIR);
         Ok(Self {
-            page_csp: HeaderValue::from_str(&csp)?,
+            page_csp: page_csp(&read("index.html"))?,
+            console_csp: page_csp(&read(&console_index))?,
             hsts,
         })
     }
+}
+
+/// The policy of a page whose `index.html` is `index`.
+fn page_csp(index: &str) -> anyhow::Result<HeaderValue> {
+    let hashes: String = inline_script_hashes(index)
+        .iter()
+        .map(|hash| format!(" '{hash}'"))
+        .collect();
+    let csp = format!(
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{hashes}; \
+         style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    );
+    Ok(HeaderValue::from_str(&csp)?)
 }
 
 /// `sha256-<base64>` of every inline `<script>` of `html` (Trunk's loader).
@@ -196,6 +207,7 @@ pub async fn security_headers(
     next: Next,
 ) -> Response {
     let api = request.uri().path().starts_with("/api/") || request.uri().path() == "/api";
+    let console = crate::static_files::is_console_path(request.uri().path());
     let mut response = next.run(request).await;
     let out = response.headers_mut();
     out.insert(
@@ -213,6 +225,8 @@ pub async fn security_headers(
             HeaderValue::from_static(API_CSP),
         );
         out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    } else if console {
+        out.insert(header::CONTENT_SECURITY_POLICY, headers.console_csp.clone());
     } else {
         out.insert(header::CONTENT_SECURITY_POLICY, headers.page_csp.clone());
     }

@@ -199,3 +199,110 @@ async fn an_index_html_that_is_a_symlink_out_of_the_directory_is_not_served() {
         assert_eq!(answer.status, 404, "{path}: {}", answer.body);
     }
 }
+
+/// `sha256-<base64>` of a script body, as a CSP names it.
+fn csp_hash(script: &str) -> String {
+    backend::web_security::inline_script_hashes(&format!("<script>{script}</script>"))
+        .pop()
+        .expect("one inline script")
+}
+
+/// The `content-security-policy` line of an answer's head.
+fn csp_of(answer: &Answer) -> String {
+    answer
+        .head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-security-policy: "))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_operator_console_s_routes_get_its_own_page_and_its_own_loader_hash() {
+    let (page, _outside) = page_dirs();
+    let p = &page.0;
+    let page_loader = "PAGE_LOADER();";
+    let console_loader = "CONSOLE_LOADER();";
+    write(
+        &p.join("index.html"),
+        &format!("<html><script>{page_loader}</script>INDEX-PAGE</html>"),
+    );
+    write(
+        &p.join("ops/index.html"),
+        &format!("<html><script>{console_loader}</script>CONSOLE-PAGE</html>"),
+    );
+    write(&p.join("ops/console.js"), "console.log('CONSOLE-JS');");
+    write(&p.join("ops/.env"), "WEBHOOK_SECRET=DOTENV-SECRET");
+    let app = spawn_with_page(p).await;
+    let (page_hash, console_hash) = (csp_hash(page_loader), csp_hash(console_loader));
+
+    for path in [
+        "/ops",
+        "/ops/",
+        "/ops/anomalies",
+        "/ops/anomalies/17",
+        "/ops/orders/ORD-1",
+        "/ops/activity",
+        "/ops/no/such/file.js",
+    ] {
+        let answer = raw_get(&app, path).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+        assert!(
+            answer.body.contains("CONSOLE-PAGE"),
+            "{path}: {}",
+            answer.body
+        );
+        let csp = csp_of(&answer);
+        assert!(
+            csp.contains(&console_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+        assert!(
+            !csp.contains(&page_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+    }
+
+    let script = raw_get(&app, "/ops/console.js").await;
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("CONSOLE-JS"));
+
+    // The payment page keeps its own page and policy, also at look-alike paths.
+    for path in ["/", "/pay/ord_x", "/opsx", "/pay/ops"] {
+        let answer = raw_get(&app, path).await;
+        assert_eq!(answer.status, 200, "{path}");
+        assert!(
+            answer.body.contains("INDEX-PAGE"),
+            "{path}: {}",
+            answer.body
+        );
+        let csp = csp_of(&answer);
+        assert!(
+            csp.contains(&page_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+        assert!(
+            !csp.contains(&console_hash.to_ascii_lowercase()),
+            "{path}: {csp}"
+        );
+    }
+
+    // The same rules inside the console's directory.
+    for path in ["/ops/.env", "/ops/%2eenv", "/ops/../.env"] {
+        let answer = raw_get(&app, path).await;
+        assert_no_secret(path, &answer);
+        assert_ne!(answer.status, 200, "{path}: {}", answer.body);
+    }
+}
+
+#[tokio::test]
+async fn without_a_console_build_its_routes_are_404_not_the_payment_page() {
+    let (page, _outside) = page_dirs();
+    let app = spawn_with_page(&page.0).await;
+
+    for path in ["/ops", "/ops/", "/ops/anomalies"] {
+        let answer = raw_get(&app, path).await;
+        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+        assert!(!answer.body.contains("INDEX-PAGE"), "{path}");
+    }
+}

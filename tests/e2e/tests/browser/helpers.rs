@@ -45,6 +45,9 @@ pub const PAGE_TIMEOUT: Duration = Duration::from_secs(15);
 pub const MERCHANT_API_KEY: &str = "e2e-merchant-key-0123456789abcdef0123456789";
 /// The admin token the test backend accepts.
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789abcdef0123456789";
+/// The callback signing secret of the test backend (and its sandbox platform),
+/// so a test can deliver callbacks of its own, as a misbehaving platform would.
+pub const WEBHOOK_SECRET: &str = "whsec_ZTJlLWNhbGxiYWNrLXNlY3JldC1vZi0zMi1ieXRlcyE=";
 
 /// A demo shopper the backend seeds in sandbox demo mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,14 +86,16 @@ document.addEventListener('securitypolicyviolation', (e) => {
 
 pub use testkit::workspace_root;
 
-/// The built page; every test needs it.
+/// The built payment page and operator console (`dist/ops/`); every test needs them.
 fn dist_dir() -> PathBuf {
     let dist = workspace_root().join("dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "{} has no index.html: build the payment page first with scripts/build-frontend.sh",
-        dist.display()
-    );
+    for index in ["index.html", "ops/index.html"] {
+        assert!(
+            dist.join(index).is_file(),
+            "{} has no {index}: build the payment page and the operator console first with scripts/build-frontend.sh",
+            dist.display()
+        );
+    }
     dist
 }
 
@@ -481,6 +486,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         sandbox_callback_delay_ms: options.callback_delay_ms,
         merchant_api_key: Some(MERCHANT_API_KEY.to_owned().into()),
         admin_token: Some(ADMIN_TOKEN.to_owned().into()),
+        webhook_secret: Some(WEBHOOK_SECRET.to_owned().into()),
         ..Config::default()
     };
     let platform_sim = match options.platform {
@@ -614,6 +620,32 @@ impl TestApp {
             answer.text().await.unwrap_or_default()
         );
         answer.json().await.expect("a Refund")
+    }
+
+    /// Delivers a callback signed with [`WEBHOOK_SECRET`] under `callback_id`,
+    /// as the platform would (`POST /api/payments/callback`): the status and
+    /// the JSON answer.
+    pub async fn post_callback(&self, callback_id: &str, body: &Value) -> (u16, Value) {
+        let secret =
+            callback_signing::CallbackSecret::parse(WEBHOOK_SECRET).expect("a valid secret");
+        let body = body.to_string();
+        let signed = secret
+            .sign_now(callback_id, body.as_bytes())
+            .expect("a UTF-8 body");
+        let mut request = self
+            .http
+            .post(format!("{}/api/payments/callback", self.address))
+            .header("content-type", "application/json");
+        for (name, value) in signed.pairs() {
+            request = request.header(name, value);
+        }
+        let answer = request
+            .body(body)
+            .send()
+            .await
+            .expect("POST /api/payments/callback answers");
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(Value::Null))
     }
 
     /// The order's refunds as the merchant reads them

@@ -12,6 +12,7 @@ mod expired_token;
 mod helpers;
 mod many_clicks;
 mod offline_while_paying;
+mod ops_console;
 mod ownership;
 mod pay_once;
 mod qr_platforms;
