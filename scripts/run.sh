@@ -92,6 +92,18 @@ elif [[ "$PLATFORM" == sandbox ]]; then
 else
     echo "==> Platform: $PLATFORM at ${PLATFORM_URL:-<PLATFORM_URL is not set>}"
 fi
+# The operator console (/ops/) and /metrics want ADMIN_TOKEN: without one set,
+# a token is made once for this checkout, kept in .local/admin-token (mode 600)
+# and never printed.
+if [[ -z "${ADMIN_TOKEN:-}" ]]; then
+    if [[ ! -s .local/admin-token ]]; then
+        mkdir -p .local
+        (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >.local/admin-token)
+    fi
+    ADMIN_TOKEN="$(cat .local/admin-token)"
+    export ADMIN_TOKEN
+    echo "==> Operator console: http://${BIND_ADDR:-127.0.0.1:3000}/ops/ (sign in with the admin token in .local/admin-token)"
+fi
 echo "==> Starting the backend: open http://${BIND_ADDR:-127.0.0.1:3000}"
 if [[ -z "$sim_pid" ]]; then
     exec cargo run --release --locked -p backend
