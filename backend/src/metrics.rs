@@ -19,7 +19,7 @@
 use crate::state::AppState;
 use api_types::{AnomalyKind, AttemptStatus, RefundStatus};
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
@@ -183,17 +183,15 @@ const ALIPAY_CALLBACK_ROUTE: &str = "/api/payments/callback/alipay";
 /// pay requests and callbacks.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = request.method().clone();
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(String::new, |path| path.as_str().to_owned());
     let response = next.run(request).await;
     let status = response.status();
-    histogram!(HTTP_SECONDS, "method" => method, "route" => route.clone(),
-        "status" => status.as_str().to_owned())
-    .record(started.elapsed());
 
+    // Only a POST is a pay or a callback; another method on their path is a 405.
     let code = response.extensions().get::<ErrorCodeTag>().map(|tag| tag.0);
     let platform = match route.as_str() {
         STANDARD_CALLBACK_ROUTE => Some(state.platform.kind().as_str()),
@@ -201,22 +199,42 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         ALIPAY_CALLBACK_ROUTE => Some("alipay"),
         _ => None,
     };
-    if let Some(platform) = platform {
-        let answer = response.extensions().get::<CallbackAnswer>().copied();
-        let (outcome, reason) = callback_outcome(status, answer, code);
-        counter!(CALLBACKS_RECEIVED, "platform" => platform, "outcome" => outcome, "reason" => reason)
-            .increment(1);
-    } else if route == PAY_ROUTE {
-        let replayed = response
-            .headers()
-            .contains_key(crate::routes::pay::REPLAYED_HEADER);
-        let (outcome, reason) = pay_outcome(status, replayed, code);
-        counter!(PAY_REQUESTS, "outcome" => outcome, "reason" => reason).increment(1);
-        if outcome == "replayed" {
-            RECENT_REPLAYS.record(OffsetDateTime::now_utc());
+    if method == Method::POST {
+        if let Some(platform) = platform {
+            let answer = response.extensions().get::<CallbackAnswer>().copied();
+            let (outcome, reason) = callback_outcome(status, answer, code);
+            counter!(CALLBACKS_RECEIVED, "platform" => platform, "outcome" => outcome, "reason" => reason)
+                .increment(1);
+        } else if route == PAY_ROUTE {
+            let replayed = response
+                .headers()
+                .contains_key(crate::routes::pay::REPLAYED_HEADER);
+            let (outcome, reason) = pay_outcome(status, replayed, code);
+            counter!(PAY_REQUESTS, "outcome" => outcome, "reason" => reason).increment(1);
+            if outcome == "replayed" {
+                RECENT_REPLAYS.record(OffsetDateTime::now_utc());
+            }
         }
     }
+    histogram!(HTTP_SECONDS, "method" => method_label(&method), "route" => route,
+        "status" => status.as_str().to_owned())
+    .record(started.elapsed());
     response
+}
+
+/// The `method` label: one of a fixed set, so a client inventing methods
+/// (`FOO1`, `FOO2`, ...) cannot grow the number of series without bound.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
 }
 
 /// A callback's `outcome` and `reason` labels from its answer.
@@ -473,6 +491,15 @@ mod tests {
         recent.record(start + Duration::from_secs(3600));
         assert_eq!(recent.of_minute(start), 0);
         assert_eq!(recent.of_minute(start + Duration::from_secs(3600)), 1);
+    }
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        assert_eq!(method_label(&Method::POST), "POST");
+        for invented in ["FOO1", "FOO2", "PROPFIND"] {
+            let method = Method::from_bytes(invented.as_bytes()).expect("a method");
+            assert_eq!(method_label(&method), "OTHER");
+        }
     }
 
     #[test]

@@ -154,7 +154,35 @@ async fn metrics_after_a_storm_equal_the_database() {
         Answer::Status(409)
     );
 
+    // Other methods on the callback and pay paths are 405s, not callbacks or
+    // pays; invented methods all share one label.
+    for method in ["GET", "FOO1", "FOO2"] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a method");
+        for path in [
+            "/api/payments/callback".to_owned(),
+            format!("/api/orders/{}/pay", orders[0].order_no),
+        ] {
+            let answer = http
+                .request(method.clone(), format!("{url}{path}"))
+                .send()
+                .await
+                .expect("answered");
+            assert_eq!(answer.status(), 405, "{method} {path}");
+        }
+    }
+
     let m = scrape(&http, &url).await;
+    assert!(
+        !m.0.keys().any(|series| series.contains("FOO")),
+        "an invented method became a label"
+    );
+    assert_eq!(
+        m.sum(
+            "checkout_http_request_duration_seconds_count",
+            &[("method", "OTHER")]
+        ),
+        4.0
+    );
     let received = "checkout_callbacks_received_total";
 
     // Callbacks: applied = ids claimed; duplicates and conflicts = the delivery log's.
@@ -181,6 +209,11 @@ async fn metrics_after_a_storm_equal_the_database() {
         .await
     );
     assert_eq!(m.sum(received, &[("outcome", "conflict")]), 1.0);
+    // Nothing else was counted as a callback: every one is a delivery or a forgery.
+    assert_eq!(
+        m.sum(received, &[]),
+        db_count(&rig, "SELECT count(*) FROM callback_deliveries").await + 2.0
+    );
     assert_eq!(
         m.sum(
             received,
@@ -216,6 +249,7 @@ async fn metrics_after_a_storm_equal_the_database() {
     );
     assert_eq!(m.sum(pays, &[("outcome", "replayed")]), 1.0);
     assert_eq!(m.sum(pays, &[("outcome", "token_invalid")]), 1.0);
+    assert_eq!(m.sum(pays, &[]), 5.0);
     assert_eq!(
         m.sum("checkout_request_tokens_issued_total", &[]),
         db_count(&rig, "SELECT count(*) FROM request_tokens_issued").await
@@ -233,9 +267,16 @@ async fn metrics_after_a_storm_equal_the_database() {
     assert_eq!(
         m.sum(
             "checkout_http_request_duration_seconds_count",
-            &[("route", "/api/orders/{order_no}/pay")]
+            &[("route", "/api/orders/{order_no}/pay"), ("method", "POST")]
         ),
         5.0
+    );
+    assert_eq!(
+        m.sum(
+            "checkout_http_request_duration_seconds_count",
+            &[("route", "/api/orders/{order_no}/pay")]
+        ),
+        8.0
     );
     assert_eq!(
         m.sum("checkout_charge_transaction_duration_seconds_count", &[]),
