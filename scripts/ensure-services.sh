@@ -465,6 +465,20 @@ fi
 
 ((errors == 0)) || exit 1
 
+# --- HAProxy and Redis Sentinel -------------------------------------------
+# Programs, not services: scripts/cluster.sh and the scale-out tests start
+# their own on free ports. Debian's packages would start their own services
+# on the default ports; policy-rc.d or no init keeps them off, and these
+# tests never use those ports anyway.
+step "HAProxy and Redis Sentinel (scripts/cluster.sh, the scale-out tests)"
+cluster_missing=()
+command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || cluster_missing+=(haproxy)
+command -v redis-sentinel >/dev/null || cluster_missing+=(redis-sentinel)
+if ((${#cluster_missing[@]})); then
+    install_packages "${cluster_missing[@]}"
+fi
+note "$( (haproxy -v 2>/dev/null || /usr/sbin/haproxy -v) | head -n1 | cut -d' ' -f1-3); $(redis-sentinel --version | cut -d' ' -f1-3)"
+
 if ((${#env_lines[@]})); then
     {
         echo "# Written by scripts/ensure-services.sh: the project's own services are in use."

@@ -104,6 +104,9 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
     export ADMIN_TOKEN
     echo "==> Operator console: http://${BIND_ADDR:-127.0.0.1:3000}/ops/ (sign in with the admin token in .local/admin-token)"
 fi
+# One instance and no load balancer: nothing to wait for on Ctrl-C
+# (scripts/cluster.sh runs instances behind HAProxy with a drain).
+export DRAIN_SECS="${DRAIN_SECS:-0}"
 echo "==> Starting the backend: open http://${BIND_ADDR:-127.0.0.1:3000}"
 if [[ -z "$sim_pid" ]]; then
     exec cargo run --release --locked -p backend

@@ -24,6 +24,15 @@ pub struct Health {
     pub redis: String,
 }
 
+/// `GET /readyz`: `"ready"` (send requests here) or `"draining"` (SIGTERM
+/// arrived: finish what was sent, send nothing new).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// `ready` or `draining`.
+    pub status: String,
+}
+
 /// `PUT /api/admin/products/{sku}`: a product's name and price.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -92,6 +92,17 @@ pub struct Config {
     #[arg(long, env = env::METRICS_BIND_ADDR)]
     pub metrics_bind_addr: Option<SocketAddr>,
 
+    /// Seconds between SIGTERM and the listener closing: `/readyz` answers 503
+    /// meanwhile, so the load balancer's health checks take the instance out
+    /// before it stops accepting. A second SIGTERM or SIGINT cuts it short.
+    #[arg(long, env = env::DRAIN_SECS, default_value_t = 5)]
+    pub drain_secs: u64,
+
+    /// Seconds requests in flight (and workers' last rounds) get once the
+    /// listener has closed; whatever still runs then is cut, and the process exits 0.
+    #[arg(long, env = env::DRAIN_DEADLINE_SECS, default_value_t = 20)]
+    pub drain_deadline_secs: u64,
+
     /// How long a request token stays valid, in seconds.
     #[arg(long, env = env::TOKEN_TTL_SECS, default_value_t = 900)]
     pub token_ttl_secs: u64,
@@ -235,6 +246,14 @@ fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
 }
 
 impl Config {
+    /// How the instance drains on SIGTERM.
+    pub fn drain_timing(&self) -> crate::shutdown::DrainTiming {
+        crate::shutdown::DrainTiming {
+            drain: Duration::from_secs(self.drain_secs),
+            deadline: Duration::from_secs(self.drain_deadline_secs),
+        }
+    }
+
     /// When the platform is asked about payments without a result.
     pub fn query_schedule(&self) -> crate::settlement::QuerySchedule {
         crate::settlement::QuerySchedule {
@@ -255,6 +274,8 @@ impl Default for Config {
             redis_key_prefix: "checkout:".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
             metrics_bind_addr: None,
+            drain_secs: 5,
+            drain_deadline_secs: 20,
             token_ttl_secs: 900,
             order_ttl_secs: 1_800,
             platform: None,

@@ -18,6 +18,10 @@ pub const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
 pub const BIND_ADDR: &str = "BIND_ADDR";
 /// A second address serving only `/metrics`, without the admin token.
 pub const METRICS_BIND_ADDR: &str = "METRICS_BIND_ADDR";
+/// Seconds between SIGTERM and the listener closing (`/readyz` answers 503 meanwhile).
+pub const DRAIN_SECS: &str = "DRAIN_SECS";
+/// Seconds requests in flight get once the listener has closed.
+pub const DRAIN_DEADLINE_SECS: &str = "DRAIN_DEADLINE_SECS";
 /// Seconds an order may stay unpaid before it is closed.
 pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
@@ -112,6 +116,8 @@ pub const ALL: &[&str] = &[
     REDIS_KEY_PREFIX,
     BIND_ADDR,
     METRICS_BIND_ADDR,
+    DRAIN_SECS,
+    DRAIN_DEADLINE_SECS,
     TOKEN_TTL_SECS,
     ORDER_TTL_SECS,
     PLATFORM,

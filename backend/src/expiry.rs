@@ -16,11 +16,10 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
 /// Most orders one sweep closes.
 const BATCH: i64 = 500;
 
-/// Forever: closes expired unpaid orders.
-pub async fn run(db: PgPool, platform: Platform) {
+/// Until `stop` drains: closes expired unpaid orders.
+pub async fn run(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
-    loop {
-        tick.tick().await;
+    while stop.tick(&mut tick).await {
         match orders::close_expired(&db, BATCH).await {
             Ok(closed) => {
                 for order_no in &closed {

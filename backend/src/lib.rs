@@ -29,6 +29,7 @@ pub mod routes;
 pub mod schema;
 pub mod serve;
 pub mod settlement;
+pub mod shutdown;
 pub mod startup;
 pub mod state;
 pub mod static_files;

@@ -210,15 +210,14 @@ const DISPATCH_FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between two hand-overs of one refund.
 const DISPATCH_MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Forever: hands over the automatic refunds, and again the refunds a crash
+/// Until `stop` drains: hands over the automatic refunds, and again the refunds a crash
 /// or an outage left unsubmitted. A refund whose hand-over failed waits 1 s,
 /// then twice as long each time, up to a minute (kept in memory: a restart
 /// tries every one at once, which the refund number makes harmless).
-pub async fn run_dispatcher(db: PgPool, platform: Platform) {
+pub async fn run_dispatcher(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(DISPATCH_TICK);
     let mut backoff: HashMap<String, (Instant, Duration)> = HashMap::new();
-    loop {
-        tick.tick().await;
+    while stop.tick(&mut tick).await {
         let stuck = match refunds::list_unsubmitted(&db, 5.0, 100).await {
             Ok(rows) => rows,
             Err(err) => {

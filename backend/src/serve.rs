@@ -11,9 +11,11 @@
 //!   new connections wait in the kernel's accept backlog (and are refused by the
 //!   kernel when that is full too) until a slot frees up. No connection is
 //!   accepted only to be closed.
-//! - **Graceful shutdown.** When `shutdown` completes, the listener is closed,
-//!   idle connections are closed, and requests in flight run to completion
-//!   before [`serve`] returns.
+//! - **Graceful shutdown with a deadline.** When `shutdown` completes, the
+//!   listener is closed, idle connections are closed, and requests in flight
+//!   run to completion before [`serve`] returns, for at most
+//!   [`Limits::shutdown_deadline`]: connections still busy then are cut (axum's
+//!   own graceful shutdown waits for ever).
 //! - **Peer address.** Every request carries
 //!   [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) in its extensions,
 //!   exactly as `Router::into_make_service_with_connect_info::<SocketAddr>()`
@@ -43,10 +45,12 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// Connections served at once; more wait in the accept backlog.
     pub max_connections: usize,
+    /// Longest wait for requests in flight once `shutdown` completed.
+    pub shutdown_deadline: Duration,
 }
 
 /// Serves `router` on `listener` within `limits` until `shutdown` completes,
-/// then finishes the requests in flight and returns.
+/// then finishes the requests in flight (within [`Limits::shutdown_deadline`]) and returns.
 ///
 /// Accept errors are not fatal: a connection that failed before it was
 /// accepted is skipped, and any other error (such as running out of file
@@ -110,11 +114,21 @@ pub async fn serve(
     }
 
     drop(listener);
-    tracing::debug!(
-        connections = graceful.count(),
-        "not accepting connections any more; waiting for requests in flight"
+    let open = graceful.count();
+    tracing::info!(
+        connections = open,
+        deadline_secs = limits.shutdown_deadline.as_secs_f64(),
+        "listener closed; finishing requests in flight"
     );
-    graceful.shutdown().await;
+    if tokio::time::timeout(limits.shutdown_deadline, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            deadline_secs = limits.shutdown_deadline.as_secs_f64(),
+            "requests still in flight at the deadline were cut"
+        );
+    }
     Ok(())
 }
 

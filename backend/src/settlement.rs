@@ -75,11 +75,15 @@ const QUERY_TICK: Duration = Duration::from_secs(1);
 /// Most orders one tick of a worker settles (the rest wait for the next tick).
 const PER_TICK: usize = 200;
 
-/// Forever: queries the platform about attempts and refunds that are due.
-pub async fn run_queries(db: PgPool, platform: Platform, schedule: QuerySchedule) {
+/// Until `stop` drains: queries the platform about attempts and refunds that are due.
+pub async fn run_queries(
+    db: PgPool,
+    platform: Platform,
+    schedule: QuerySchedule,
+    stop: crate::shutdown::Shutdown,
+) {
     let mut tick = tokio::time::interval(QUERY_TICK);
-    loop {
-        tick.tick().await;
+    while stop.tick(&mut tick).await {
         drain("query worker", || query_one(&db, &platform, schedule)).await;
         drain("refund query", || {
             query_refund_one(&db, &platform, schedule)

@@ -58,6 +58,8 @@ pub struct Application {
     query_schedule: crate::settlement::QuerySchedule,
     /// When the daily reconciliation worker runs (UTC time of day); None: it does not.
     reconcile_at: Option<time::Time>,
+    /// `DRAIN_SECS` and `DRAIN_DEADLINE_SECS`.
+    drain: crate::shutdown::DrainTiming,
 }
 
 impl Application {
@@ -162,6 +164,7 @@ impl Application {
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),
             order_ttl_secs: config.order_ttl_secs,
+            shutdown: crate::shutdown::Shutdown::new(),
         };
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),
@@ -192,6 +195,7 @@ impl Application {
             router,
             query_schedule: config.query_schedule(),
             reconcile_at,
+            drain: config.drain_timing(),
         })
     }
 
@@ -213,47 +217,83 @@ impl Application {
         &self.state
     }
 
-    /// Serves until SIGINT/SIGTERM, finishing in-flight requests; re-sends unsubmitted
-    /// payment attempts in the background meanwhile.
+    /// The instance's phase: [`crate::shutdown::Phase::Draining`] from the
+    /// first SIGTERM (tests move it themselves).
+    pub fn shutdown(&self) -> crate::shutdown::Shutdown {
+        self.state.shutdown.clone()
+    }
+
+    /// Serves until SIGTERM or SIGINT and a drain ([`crate::shutdown`]); runs
+    /// the workers meanwhile. Returns once the requests in flight and the
+    /// workers' last rounds finished, or at the drain deadline.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let dispatcher = dispatcher::run(self.state.db.clone(), self.state.platform.clone());
-        let expiry = crate::expiry::run(self.state.db.clone(), self.state.platform.clone());
-        let refunds =
-            crate::refunds::run_dispatcher(self.state.db.clone(), self.state.platform.clone());
-        let queries = crate::settlement::run_queries(
-            self.state.db.clone(),
-            self.state.platform.clone(),
-            self.query_schedule,
-        );
+        let stop = self.state.shutdown.clone();
+        let crate::shutdown::DrainTiming { drain, deadline } = self.drain;
+        tokio::spawn(crate::shutdown::follow_signals(stop.clone()));
+        let (db, platform) = (self.state.db.clone(), self.state.platform.clone());
+        let reconcile_at = self.reconcile_at;
+        let workers = tokio::spawn({
+            let stop = stop.clone();
+            let schedule = self.query_schedule;
+            async move {
+                let reconciliation = async {
+                    if let Some(at) = reconcile_at {
+                        crate::reconcile::worker::run(
+                            db.clone(),
+                            platform.clone(),
+                            at,
+                            stop.clone(),
+                        )
+                        .await;
+                    }
+                };
+                tokio::join!(
+                    dispatcher::run(db.clone(), platform.clone(), stop.clone()),
+                    crate::expiry::run(db.clone(), platform.clone(), stop.clone()),
+                    crate::refunds::run_dispatcher(db.clone(), platform.clone(), stop.clone()),
+                    crate::settlement::run_queries(
+                        db.clone(),
+                        platform.clone(),
+                        schedule,
+                        stop.clone()
+                    ),
+                    reconciliation,
+                );
+                tracing::info!("workers stopped: no new rows are claimed");
+            }
+        });
         let limits = serve::Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            shutdown_deadline: deadline,
         };
-        let reconciliation = {
-            let (db, platform, at) = (
-                self.state.db.clone(),
-                self.state.platform.clone(),
-                self.reconcile_at,
-            );
-            async move {
-                match at {
-                    Some(at) => crate::reconcile::worker::run(db, platform, at).await,
-                    None => std::future::pending::<()>().await,
-                }
+        tokio::spawn(crate::shutdown::stop_after_drain(stop.clone(), drain));
+        let stopping = {
+            let stop = stop.clone();
+            async move { stop.reached(crate::shutdown::Phase::Stopping).await }
+        };
+        let server = serve::serve(self.listener, self.router, limits, stopping);
+        let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
+        let serving = async {
+            let served = tokio::select! {
+                result = server => result,
+                result = metrics => result,
+                () = crate::metrics::run_upkeep() => Ok(()),
+            };
+            // The server returns on its own only once stopping; an error stops the rest too.
+            stop.advance(crate::shutdown::Phase::Stopping);
+            served
+        };
+        // The workers' last rounds share the requests' deadline.
+        let workers_done = async {
+            stop.reached(crate::shutdown::Phase::Stopping).await;
+            if tokio::time::timeout(deadline, workers).await.is_err() {
+                tracing::warn!("a worker round still running at the drain deadline was cut");
             }
         };
-        let server = serve::serve(self.listener, self.router, limits, shutdown_signal());
-        let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
-        tokio::select! {
-            result = server => result,
-            result = metrics => result,
-            () = crate::metrics::run_upkeep() => Ok(()),
-            () = reconciliation => Ok(()),
-            () = dispatcher => Ok(()),
-            () = expiry => Ok(()),
-            () = queries => Ok(()),
-            () = refunds => Ok(()),
-        }
+        let (served, ()) = tokio::join!(serving, workers_done);
+        tracing::info!("stopped");
+        served
     }
 }
 
@@ -452,7 +492,7 @@ pub struct WebSecurity {
     pub headers: SecurityHeaders,
 }
 
-/// The whole HTTP surface: `/healthz`, `/metrics`, `/api/*`, and the payment page when `static_dir` is set.
+/// The whole HTTP surface: `/healthz`, `/readyz`, `/metrics`, `/api/*`, and the payment page when `static_dir` is set.
 pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> Router {
     let metrics = OpenApiRouter::new()
         .routes(routes!(crate::metrics::metrics))
@@ -462,6 +502,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         ));
     let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(routes::health::healthz))
+        .routes(routes!(routes::health::readyz))
         .merge(metrics)
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .split_for_parts();
@@ -493,26 +534,4 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
             header::AUTHORIZATION,
             header::HeaderName::from_static(callback_signing::HEADER_SIGNATURE),
         ]))
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down: finishing requests in flight");
 }

@@ -34,4 +34,6 @@ pub struct AppState {
     pub public_origin: Arc<str>,
     /// Seconds a new order stays payable.
     pub order_ttl_secs: u64,
+    /// Serving or draining (`/readyz`).
+    pub shutdown: crate::shutdown::Shutdown,
 }

@@ -57,12 +57,11 @@ pub async fn dispatch(
     Ok(())
 }
 
-/// Forever: hands over again the attempts that a crash (or a platform outage)
+/// Until `stop` drains: hands over again the attempts that a crash (or a platform outage)
 /// left committed but unsubmitted.
-pub async fn run(db: PgPool, platform: Platform) {
+pub async fn run(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
-    loop {
-        tick.tick().await;
+    while stop.tick(&mut tick).await {
         let stuck = match attempts::list_unsubmitted(&db, DISPATCH_MIN_AGE_SECS, 100).await {
             Ok(rows) => rows,
             Err(err) => {

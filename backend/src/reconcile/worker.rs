@@ -37,12 +37,11 @@ pub fn due_day(now: OffsetDateTime, at: Time) -> Option<time::Date> {
     now.date().previous_day()
 }
 
-/// Runs forever: reconciles the previous day once a day, after `at` (UTC).
-pub async fn run(db: PgPool, platform: Platform, at: Time) {
+/// Until `stop` drains: reconciles the previous day once a day, after `at` (UTC).
+pub async fn run(db: PgPool, platform: Platform, at: Time, stop: crate::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
+    while stop.tick(&mut tick).await {
         let Some(day) = due_day(OffsetDateTime::now_utc(), at) else {
             continue;
         };
@@ -63,7 +62,7 @@ pub async fn run(db: PgPool, platform: Platform, at: Time) {
             }
             Err(err) => {
                 tracing::error!(error = %err, %day, "daily reconciliation failed; trying again in 10 minutes");
-                tokio::time::sleep(AFTER_FAILURE).await;
+                stop.sleep(AFTER_FAILURE).await;
             }
         }
     }

@@ -1,7 +1,8 @@
-//! `GET /healthz`: is each part we depend on answering?
+//! `GET /healthz`: is each part we depend on answering? `GET /readyz`: should
+//! the load balancer send this instance requests?
 
 use crate::state::AppState;
-use api_types::api::Health;
+use api_types::api::{Health, Readiness};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,6 +31,31 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>
         Json(Health {
             database: word(database_ok),
             redis: word(redis_ok),
+        }),
+    )
+}
+
+/// 200 while the instance serves; 503 from the moment SIGTERM arrives
+/// ([`crate::shutdown`]), while it still finishes what it was sent.
+///
+/// Readiness is this instance's own state only. PostgreSQL and Redis are
+/// shared by every instance: were they part of it, one database outage would
+/// take every instance out of the balancer at once, and platforms' callbacks
+/// would meet the balancer's 503 instead of ours (the same status, but no log
+/// line of what was refused, and a slower return once the database is back).
+#[utoipa::path(get, path = "/readyz", tag = "public",
+    responses((status = 200, description = "Serving: send requests here", body = api_types::api::Readiness),
+        (status = 503, description = "Draining: send nothing new", body = api_types::api::Readiness)))]
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) {
+    let (status, word) = if state.shutdown.is_draining() {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining")
+    } else {
+        (StatusCode::OK, "ready")
+    };
+    (
+        status,
+        Json(Readiness {
+            status: word.to_owned(),
         }),
     )
 }

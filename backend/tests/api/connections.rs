@@ -131,6 +131,7 @@ async fn start(
 const RELAXED: Limits = Limits {
     header_read_timeout: Duration::from_secs(60),
     max_connections: 64,
+    shutdown_deadline: Duration::from_secs(30),
 };
 
 /// Sends one complete `GET path` that closes the connection; returns the whole answer.
@@ -232,4 +233,43 @@ async fn shutdown_finishes_requests_in_flight_then_stops_accepting() {
         TcpStream::connect(addr).await.is_err(),
         "no longer listening"
     );
+}
+
+#[tokio::test]
+async fn shutdown_cuts_requests_still_in_flight_at_the_deadline() {
+    let router = Router::new().route(
+        "/stuck",
+        get(|| async {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            "never"
+        }),
+    );
+    let limits = Limits {
+        shutdown_deadline: Duration::from_millis(500),
+        ..RELAXED
+    };
+    let (addr, shutdown, server) = start(router, limits).await;
+    let in_flight = tokio::spawn(async move {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        raw_get(&mut stream, "/stuck").await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let started = Instant::now();
+    shutdown.send(()).expect("server still running");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("serve returns at the deadline, not when the request ends")
+        .expect("serve task")
+        .expect("serve ends without error");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(3),
+        "returned after {took:?}"
+    );
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer listening"
+    );
+    in_flight.abort();
 }

@@ -51,3 +51,68 @@ async fn unknown_api_paths_answer_404_in_the_error_shape() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(crate::helpers::error_code(response).await, "NOT_FOUND");
 }
+
+#[tokio::test]
+async fn readyz_answers_503_from_the_drain_on_while_the_instance_still_serves_for_drain_secs() {
+    let app = spawn_app_with(|c| {
+        c.drain_secs = 2;
+        c.drain_deadline_secs = 5;
+    })
+    .await;
+    let readyz = || async {
+        let response = app.http.get(app.url("/readyz")).send().await.expect("sent");
+        let status = response.status();
+        let body: Value = response.json().await.expect("json");
+        (status, body)
+    };
+    assert_eq!(readyz().await, (StatusCode::OK, json!({"status": "ready"})));
+    let (_, order) = app.account_with_order(10_000, 1_200).await;
+
+    // What SIGTERM does.
+    app.shutdown.advance(backend::shutdown::Phase::Draining);
+    let drain_began = std::time::Instant::now();
+
+    assert_eq!(
+        readyz().await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "draining"})
+        )
+    );
+    // Still alive, and still serving what the balancer sent before it noticed.
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status(), StatusCode::OK);
+    let token = app.request_token(&order.order_no).await;
+    let paid = app.pay(&order.order_no, token).await;
+    assert_eq!(paid.status(), StatusCode::ACCEPTED);
+
+    // After DRAIN_SECS the listener closes and the server returns.
+    while !app.has_stopped() {
+        assert!(
+            drain_began.elapsed() < std::time::Duration::from_secs(8),
+            "the server did not stop after DRAIN_SECS"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        drain_began.elapsed() >= std::time::Duration::from_millis(1_900),
+        "it stopped before DRAIN_SECS: {:?}",
+        drain_began.elapsed()
+    );
+    assert!(
+        reqwest::Client::new()
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .is_err(),
+        "no longer listening"
+    );
+    // The pay made during the drain is there.
+    let attempts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM payment_attempts WHERE order_no = $1")
+            .bind(&order.order_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("count");
+    assert_eq!(attempts, 1);
+}

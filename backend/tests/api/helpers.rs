@@ -65,6 +65,8 @@ pub struct TestApp {
     pub webhook: CallbackSecret,
     /// The configuration the app was built with.
     pub config: Config,
+    /// The app's phase: a test drains it as SIGTERM would.
+    pub shutdown: backend::shutdown::Shutdown,
     server: JoinHandle<std::io::Result<()>>,
     /// Dropped (with the database) after the server stops; `None` once handed on by a restart.
     database: Option<TestDatabase>,
@@ -220,6 +222,7 @@ async fn start(config: Config, database: TestDatabase) -> TestApp {
     let address = format!("http://127.0.0.1:{}", app.port());
     let db = app.state().db.clone();
     let webhook = app.state().webhook.clone();
+    let shutdown = app.shutdown();
     let server = tokio::spawn(app.run_until_stopped());
     TestApp {
         address,
@@ -227,6 +230,7 @@ async fn start(config: Config, database: TestDatabase) -> TestApp {
         http: browser_client(),
         webhook,
         config,
+        shutdown,
         server,
         database: Some(database),
     }
@@ -243,6 +247,11 @@ impl TestApp {
             .expect("a running app owns its database");
         drop(self);
         start(config, database).await
+    }
+
+    /// True once the server has returned (after a drain).
+    pub fn has_stopped(&self) -> bool {
+        self.server.is_finished()
     }
 
     /// Full URL of a path.

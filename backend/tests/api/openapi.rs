@@ -27,6 +27,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
     );
     let expected = [
         ("get", "/healthz"),
+        ("get", "/readyz"),
         ("get", "/metrics"),
         ("post", "/api/session"),
         ("delete", "/api/session"),

@@ -3,10 +3,13 @@
 //! when the test passes and kept when it fails ([`TestDatabase`]), and the real
 //! processes one test or load run owns: the backend binary, a `redis-server`, a
 //! PostgreSQL cluster. Each process on its own free port, so a test may kill,
-//! pause, flush or restart it without disturbing anything else.
+//! pause, flush or restart it without disturbing anything else; and an HAProxy
+//! in front of several backends ([`OwnedHaproxy`]).
 
 mod database;
+mod haproxy;
 pub use database::{TestDatabase, postgres_server_url, redis_url};
+pub use haproxy::OwnedHaproxy;
 
 use anyhow::{Context, bail};
 use std::fs::File;
@@ -144,6 +147,11 @@ impl BackendProcess {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Sets an environment variable for the next (re)start.
     pub fn set_env(&mut self, key: &str, value: String) {
         self.env.retain(|(k, _)| k != key);
@@ -170,6 +178,8 @@ impl BackendProcess {
         let out = File::options().create(true).append(true).open(&self.log)?;
         let child = Command::new(&self.binary)
             .args(&self.args)
+            // No balancer waits for a test's backend to drain, unless the test says so.
+            .env("DRAIN_SECS", "0")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(self.bind_var, format!("127.0.0.1:{}", self.port))
             .stdin(Stdio::null())
@@ -225,6 +235,37 @@ impl BackendProcess {
         if let Some(mut child) = self.child.take() {
             signal(child.id(), "TERM");
             let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and returns at once: the backend drains (`DRAIN_SECS`) and exits.
+    pub fn signal_terminate(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, "TERM");
+        }
+    }
+
+    /// Waits (polling, at most `limit`) for the process to exit; its exit status.
+    pub async fn wait_for_exit(
+        &mut self,
+        limit: Duration,
+    ) -> anyhow::Result<std::process::ExitStatus> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let Some(child) = self.child.as_mut() else {
+                bail!("the process is not running");
+            };
+            if let Some(status) = child.try_wait()? {
+                self.child = None;
+                return Ok(status);
+            }
+            if started.elapsed() > limit {
+                bail!(
+                    "the process did not exit within {limit:?}; see {}",
+                    self.log.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 

@@ -6,6 +6,7 @@
 //! payment. After each, the exactly-once invariants are checked from the
 //! database and no order may be left stuck.
 
+mod cluster;
 mod crashes;
 mod metrics;
 mod outages;

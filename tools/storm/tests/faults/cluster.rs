@@ -1,0 +1,449 @@
+//! The incident through HAProxy, in front of three backends (the repository's
+//! `deploy/haproxy.cfg`), with one fault each: a backend killed with `kill -9`,
+//! a backend drained with SIGTERM, the Redis primary killed (Sentinel fails
+//! over), PostgreSQL restarted. During each, every paid order's success
+//! callback arrives 100 times at once and is retried until acknowledged, and
+//! shoppers pay other orders through the balancer, retrying as the page does.
+//! Each ends with the invariant checker and one charge per order.
+
+use crate::rig::{Binary, Platform, Rig, RigOptions, order_nos};
+use api_types::Currency;
+use futures::future::join_all;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::time::Duration;
+use storm::platform::{Answer, Callback, Sender};
+use storm::processes::{self, OwnedHaproxy, OwnedPostgres};
+use storm::shop::{PaidOrder, Shopper};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+const AMOUNT: i64 = 1_500;
+/// Orders whose callbacks storm in (paid before the fault).
+const STORMED: usize = 8;
+/// Copies of each stormed order's callback, sent at once.
+const COPIES: usize = 100;
+/// Orders shoppers pay while the storm and the fault go on.
+const PAID_DURING: usize = 8;
+/// Between the start of one order's storm (or pay) and the next one's.
+const STAGGER: Duration = Duration::from_millis(250);
+
+/// What one request of the run got, and when.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    at: Instant,
+    step: Step,
+    answer: Answer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Callback,
+    Token,
+    Pay,
+}
+
+/// Every answer of a run, in arrival order.
+#[derive(Default)]
+struct Log(Mutex<Vec<Record>>);
+
+impl Log {
+    fn push(&self, step: Step, answer: Answer) {
+        let record = Record {
+            at: Instant::now(),
+            step,
+            answer,
+        };
+        self.0.lock().expect("log lock").push(record);
+    }
+
+    fn records(&self) -> Vec<Record> {
+        self.0.lock().expect("log lock").clone()
+    }
+
+    fn failures(&self) -> Vec<Record> {
+        self.records()
+            .into_iter()
+            .filter(|r| !r.answer.is_success())
+            .collect()
+    }
+}
+
+/// Three backends of one database behind HAProxy, an outside platform that
+/// decides payments but posts nothing (the test's storm is the platform).
+struct Cluster {
+    rig: Rig,
+    haproxy: OwnedHaproxy,
+}
+
+impl Cluster {
+    async fn start(postgres: Option<&OwnedPostgres>, env: Vec<(String, String)>) -> Cluster {
+        let rig = Rig::start(RigOptions {
+            postgres: postgres.map_or_else(processes::postgres_server_url, |pg| {
+                pg.url("").trim_end_matches('/').to_owned()
+            }),
+            backends: 3,
+            binary: Binary::Ordinary,
+            platform: Platform::outside(),
+            env,
+            ..RigOptions::default()
+        })
+        .await;
+        let mut ports = Vec::new();
+        for backend in &rig.backends {
+            ports.push(backend.lock().await.port());
+        }
+        let haproxy = OwnedHaproxy::start(&ports).await.expect("haproxy starts");
+        Cluster { rig, haproxy }
+    }
+
+    fn url(&self) -> String {
+        self.haproxy.url()
+    }
+
+    /// The run: `STORMED` orders paid first; then at once: their callbacks,
+    /// `COPIES` each, staggered by order; shoppers paying `PAID_DURING` more
+    /// orders through the balancer; and `fault`, 300 ms in. Then the paid
+    /// orders' callbacks, and the checks every fault shares.
+    async fn incident<F: Future<Output = ()>>(&self, fault: F) -> (Log, Vec<String>) {
+        let stormed = self.rig.paid_orders(STORMED, AMOUNT).await;
+        let during = self.rig.orders(PAID_DURING, AMOUNT).await;
+        let shopper = self.rig.shopper().await;
+        let log = Log::default();
+        let sender = Sender::with_timeout(&self.url(), &self.rig.secret, Duration::from_secs(5))
+            .expect("sender");
+
+        let storm = join_all(stormed.iter().enumerate().map(|(n, order)| {
+            let (sender, log) = (&sender, &log);
+            async move {
+                tokio::time::sleep(STAGGER * n as u32).await;
+                let callback = Callback::success(order, AMOUNT, Currency::EUR);
+                join_all((0..COPIES).map(|_| deliver(sender, &callback, log))).await
+            }
+        }));
+        let url = self.url();
+        let pays = join_all(during.iter().enumerate().map(|(n, order_no)| {
+            let (url, log) = (&url, &log);
+            async move {
+                tokio::time::sleep(STAGGER * n as u32).await;
+                pay(url, shopper, order_no, log).await
+            }
+        }));
+        let fault = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            fault.await;
+        };
+        let (storm, pays, ()) = tokio::join!(storm, pays, fault);
+
+        let acknowledged = storm.iter().flatten().filter(|ok| **ok).count();
+        assert_eq!(
+            acknowledged,
+            STORMED * COPIES,
+            "every copy of every callback is acknowledged in the end"
+        );
+        let paid: Vec<PaidOrder> = pays
+            .into_iter()
+            .zip(&during)
+            .map(|(payment_id, order_no)| PaidOrder {
+                order_no: order_no.clone(),
+                payment_id: payment_id
+                    .unwrap_or_else(|err| panic!("the shopper could not pay {order_no}: {err:#}")),
+                platform_payment_id: String::new(),
+            })
+            .collect();
+        // The platform's results for what the shoppers paid, once it has them.
+        let paid = self.handed_over(paid).await;
+        let settled = join_all(paid.iter().map(|order| {
+            let (sender, log) = (&sender, &log);
+            async move {
+                let callback = Callback::success(order, AMOUNT, Currency::EUR);
+                deliver(sender, &callback, log).await
+            }
+        }))
+        .await;
+        assert!(settled.iter().all(|ok| *ok), "every result acknowledged");
+
+        let orders = [order_nos(&stormed), during].concat();
+        self.rig
+            .assert_each_order_paid_once(&orders, "through HAProxy")
+            .await;
+        (log, orders)
+    }
+
+    /// `paid` with each payment's platform id, once the platform accepted it
+    /// (a backend's dispatcher hands over what a dead one left).
+    async fn handed_over(&self, paid: Vec<PaidOrder>) -> Vec<PaidOrder> {
+        let started = Instant::now();
+        loop {
+            let ids: Vec<Uuid> = paid.iter().map(|p| p.payment_id).collect();
+            let rows: Vec<(Uuid, Option<String>)> = sqlx::query_as(
+                "SELECT payment_id, platform_payment_id FROM payment_attempts WHERE payment_id = ANY($1)",
+            )
+            .bind(&ids)
+            .fetch_all(&self.rig.db)
+            .await
+            .unwrap_or_default();
+            let known: std::collections::HashMap<Uuid, String> = rows
+                .into_iter()
+                .filter_map(|(id, platform)| Some((id, platform?)))
+                .collect();
+            if known.len() == paid.len() {
+                return paid
+                    .into_iter()
+                    .map(|p| PaidOrder {
+                        platform_payment_id: known[&p.payment_id].clone(),
+                        ..p
+                    })
+                    .collect();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "payments not handed over to the platform: {} of {}",
+                paid.len() - known.len(),
+                paid.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Delivers `callback` until acknowledged, as a platform does: retrying every
+/// 200 ms, for at most a minute. True when acknowledged.
+async fn deliver(sender: &Sender, callback: &Callback, log: &Log) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        let answer = sender.deliver(callback).await;
+        log.push(Step::Callback, answer);
+        if answer.is_success() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+fn answer_of(result: &Result<reqwest::Response, reqwest::Error>) -> Answer {
+    match result {
+        Ok(response) => Answer::Status(response.status().as_u16()),
+        Err(_) => Answer::NoAnswer,
+    }
+}
+
+/// Pays `order_no` as the page does: a request token, then pay with it. A 5xx
+/// or no answer is retried with the same token after 200 ms; a token the
+/// failure lost (409 `TOKEN_INVALID` after a failed try) is replaced by a new one.
+async fn pay(url: &str, shopper: &Shopper, order_no: &str, log: &Log) -> anyhow::Result<Uuid> {
+    let started = Instant::now();
+    let retry = || async {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "gave up on {order_no} after a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok(())
+    };
+    'token: loop {
+        let sent = shopper
+            .client
+            .post(format!("{url}/api/orders/{order_no}/request-token"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        let answer = answer_of(&sent);
+        log.push(Step::Token, answer);
+        let token = match sent {
+            Ok(response) if response.status().is_success() => {
+                let body: Value = response.json().await?;
+                body["request_token"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| anyhow::anyhow!("no request_token in {body}"))?
+            }
+            Ok(response) if response.status().is_client_error() => {
+                anyhow::bail!("token for {order_no}: {}", response.status())
+            }
+            _ => {
+                retry().await?;
+                continue 'token;
+            }
+        };
+        let mut failed_before = false;
+        loop {
+            let sent = shopper
+                .client
+                .post(format!("{url}/api/orders/{order_no}/pay"))
+                .timeout(Duration::from_secs(5))
+                .json(&json!({ "request_token": token }))
+                .send()
+                .await;
+            log.push(Step::Pay, answer_of(&sent));
+            match sent {
+                Ok(response) if response.status() == reqwest::StatusCode::ACCEPTED => {
+                    let body: Value = response.json().await?;
+                    let id = body["payment_id"]
+                        .as_str()
+                        .ok_or_else(|| anyhow::anyhow!("no payment_id in {body}"))?;
+                    return Ok(Uuid::parse_str(id)?);
+                }
+                Ok(response)
+                    if response.status() == reqwest::StatusCode::CONFLICT && failed_before =>
+                {
+                    // The failed try consumed the token but made no attempt.
+                    retry().await?;
+                    continue 'token;
+                }
+                Ok(response) if response.status().is_client_error() => {
+                    let status = response.status();
+                    let body = response.text().await.unwrap_or_default();
+                    anyhow::bail!("pay for {order_no}: {status} {body}")
+                }
+                _ => {
+                    failed_before = true;
+                    retry().await?;
+                }
+            }
+        }
+    }
+}
+
+fn count(records: &[Record], step: Step) -> usize {
+    records.iter().filter(|r| r.step == step).count()
+}
+
+fn summary(log: &Log) -> String {
+    let records = log.records();
+    let mut failed = std::collections::BTreeMap::<String, usize>::new();
+    for failure in log.failures() {
+        *failed
+            .entry(format!("{:?} {}", failure.step, failure.answer))
+            .or_default() += 1;
+    }
+    format!(
+        "{} callbacks, {} token requests, {} pays; failed: {failed:?}",
+        count(&records, Step::Callback),
+        count(&records, Step::Token),
+        count(&records, Step::Pay),
+    )
+}
+
+#[tokio::test]
+async fn a_backend_killed_mid_storm_loses_no_charge_and_doubles_none() {
+    let mut cluster = Cluster::start(None, Vec::new()).await;
+    let victim = cluster.rig.backends[1].clone();
+    let (log, _) = cluster
+        .incident(async {
+            victim.lock().await.kill9();
+        })
+        .await;
+    cluster
+        .haproxy
+        .wait_for_server("backend2", "DOWN", Duration::from_secs(5))
+        .await
+        .expect("HAProxy took the dead backend out");
+    // What failed was the dead backend's: HAProxy's 502 for requests it had in
+    // flight, or 503 before its checks noticed; each was retried and answered.
+    let failures = log.failures();
+    assert!(
+        failures
+            .iter()
+            .all(|r| matches!(r.answer, Answer::Status(502 | 503) | Answer::NoAnswer)),
+        "{}",
+        summary(&log)
+    );
+    println!("kill -9: {}", summary(&log));
+}
+
+#[tokio::test]
+async fn a_backend_drained_with_sigterm_fails_no_request() {
+    let cluster = Cluster::start(
+        None,
+        vec![(backend::env::DRAIN_SECS.to_owned(), "2".to_owned())],
+    )
+    .await;
+    let victim = cluster.rig.backends[1].clone();
+    let direct = reqwest::Client::new();
+    let victim_url = victim.lock().await.url();
+    let (log, _) = cluster
+        .incident(async {
+            let mut backend = victim.lock().await;
+            let signalled = Instant::now();
+            backend.signal_terminate();
+            // Not ready any more at once, still alive and serving.
+            let mut readiness = 0;
+            while signalled.elapsed() < Duration::from_secs(1) {
+                if let Ok(answer) = direct.get(format!("{victim_url}/readyz")).send().await {
+                    readiness = answer.status().as_u16();
+                    if readiness == 503 {
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert_eq!(readiness, 503, "/readyz answers 503 once SIGTERM arrived");
+            let status = backend
+                .wait_for_exit(Duration::from_secs(30))
+                .await
+                .expect("the drained backend exits");
+            assert!(status.success(), "a drain ends with exit 0: {status}");
+            assert!(
+                signalled.elapsed() >= Duration::from_secs(2),
+                "it served for DRAIN_SECS before closing"
+            );
+        })
+        .await;
+    assert!(log.failures().is_empty(), "{}", summary(&log));
+    println!("SIGTERM drain: {}", summary(&log));
+}
+
+#[tokio::test]
+async fn postgres_restarted_behind_haproxy_answers_5xx_during_the_outage_only() {
+    let pg = OwnedPostgres::start().expect("own PostgreSQL cluster");
+    let cluster = Cluster::start(Some(&pg), Vec::new()).await;
+    let outage = Mutex::new((None, None));
+    let (log, _) = cluster
+        .incident(async {
+            let began = Instant::now();
+            pg.stop().expect("PostgreSQL stops");
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            pg.resume().expect("PostgreSQL starts again");
+            *outage.lock().expect("outage lock") = (Some(began), Some(Instant::now()));
+        })
+        .await;
+    let (Some(began), Some(ended)) = *outage.lock().expect("outage lock") else {
+        panic!("the outage did not happen");
+    };
+    let records = log.records();
+    assert!(
+        !records
+            .iter()
+            .any(|r| r.step == Step::Callback && matches!(r.answer, Answer::Status(400..=499))),
+        "a valid callback was refused with a 4xx (the platform would stop retrying): {}",
+        summary(&log)
+    );
+    let failures = log.failures();
+    assert!(
+        !failures.is_empty(),
+        "the outage was never seen: {}",
+        summary(&log)
+    );
+    // Requests sent during the outage are answered within the pool's 3 s
+    // acquire limit or the sender's 5 s timeout; pooled connections the
+    // restart broke fail their next statement once, just after.
+    let grace = Duration::from_secs(6);
+    for failure in &failures {
+        assert!(
+            failure.at >= began && failure.at <= ended + grace,
+            "a failure outside the outage: {failure:?}; {}",
+            summary(&log)
+        );
+        assert!(
+            matches!(failure.answer, Answer::Status(500..=599) | Answer::NoAnswer),
+            "{}",
+            summary(&log)
+        );
+    }
+    for backend in &cluster.rig.backends {
+        assert_eq!(backend.lock().await.starts, 1, "no backend was restarted");
+    }
+    println!("PostgreSQL restart: {}", summary(&log));
+}
