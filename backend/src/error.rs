@@ -119,6 +119,10 @@ pub enum ApiError {
     /// PostgreSQL is unreachable or the pool is exhausted.
     #[error("the database is unavailable")]
     DatabaseUnavailable(#[source] sqlx::Error),
+    /// The session store (in PostgreSQL) could not be read or written: the
+    /// store says no more than its message, and the database is its backend.
+    #[error("the session store is unavailable")]
+    SessionStoreUnavailable(String),
     /// Anything else; logged, answered generically.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -178,7 +182,7 @@ impl ApiError {
             CallbackConflict => (StatusCode::CONFLICT, ErrorCode::CallbackConflict),
             AnomalyAlreadyResolved => (StatusCode::CONFLICT, ErrorCode::AnomalyAlreadyResolved),
             PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
-            DatabaseUnavailable(_) => (
+            DatabaseUnavailable(_) | SessionStoreUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::ServiceUnavailable,
             ),
@@ -217,6 +221,10 @@ impl IntoResponse for ApiError {
         let message = match &self {
             Self::DatabaseUnavailable(err) => {
                 tracing::error!(error = %err, "database unavailable");
+                "The service is temporarily unavailable; retry shortly.".to_owned()
+            }
+            Self::SessionStoreUnavailable(err) => {
+                tracing::error!(error = %err, "session store unavailable");
                 "The service is temporarily unavailable; retry shortly.".to_owned()
             }
             Self::TokenStoreUnavailable(err) => {

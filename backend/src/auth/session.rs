@@ -58,8 +58,15 @@ pub async fn layer(
         .with_expiry(Expiry::OnInactivity(idle)))
 }
 
+/// The store's backend is PostgreSQL: its failures are an outage (503, the
+/// caller retries), not a bug; a session that does not encode or decode is one.
 fn store_error(err: tower_sessions::session::Error) -> ApiError {
-    ApiError::internal(anyhow::anyhow!("session store: {err}"))
+    use tower_sessions::session::Error;
+    use tower_sessions::session_store::Error as StoreError;
+    match err {
+        Error::Store(StoreError::Backend(message)) => ApiError::SessionStoreUnavailable(message),
+        other => ApiError::internal(anyhow::anyhow!("session store: {other}")),
+    }
 }
 
 /// Makes `session` the shopper's: a new session id first (no fixation), then the shopper.
