@@ -57,6 +57,30 @@ async fn stored_binding(url: &str, key: &str) -> Option<String> {
 }
 
 #[tokio::test]
+async fn the_backend_starts_while_every_sentinel_is_down_and_answers_503_fast() {
+    let down: Vec<String> = (0..3)
+        .map(|_| format!("127.0.0.1:{}", testkit::free_port().expect("a free port")))
+        .collect();
+    let app = spawn_app_with(|config| {
+        config.redis_sentinels = down.join(",");
+        config.redis_url = "redis://127.0.0.1:1/0".to_owned();
+    })
+    .await;
+    let (_, order) = app.account_with_order(10_000, 2_500).await;
+
+    for _ in 0..3 {
+        let sent = Instant::now();
+        let issue = app.post_request_token(&order.order_no).await;
+        let took = sent.elapsed();
+        assert!(took < FAIL_FAST, "an issue took {took:?}");
+        assert_eq!(issue.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error_code(issue).await, "TOKEN_STORE_UNAVAILABLE");
+    }
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
 async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_meanwhile() {
     let mut group = RedisSentinelGroup::start()
         .await
