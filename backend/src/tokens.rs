@@ -555,8 +555,41 @@ fn json_error(err: serde_json::Error) -> redis::RedisError {
 
 #[cfg(test)]
 mod tests {
-    use super::TokenFingerprint;
+    use super::{TokenFingerprint, primary_lost, too_slow};
+    use redis::{ErrorKind, RedisError, ServerErrorKind};
     use uuid::Uuid;
+
+    #[test]
+    fn a_gone_or_demoted_primary_is_told_from_a_failed_command() {
+        let io = |kind| RedisError::from(std::io::Error::new(kind, "test"));
+        for lost in [
+            io(std::io::ErrorKind::ConnectionRefused),
+            io(std::io::ErrorKind::ConnectionReset),
+            io(std::io::ErrorKind::BrokenPipe),
+            io(std::io::ErrorKind::UnexpectedEof),
+            io(std::io::ErrorKind::TimedOut),
+            too_slow(),
+            RedisError::from((ErrorKind::Server(ServerErrorKind::ReadOnly), "READONLY")),
+            RedisError::from((ErrorKind::Server(ServerErrorKind::MasterDown), "MASTERDOWN")),
+            RedisError::from((
+                ErrorKind::Server(ServerErrorKind::ResponseError),
+                "script failed",
+                "READONLY You can't write against a read only replica.".to_owned(),
+            )),
+        ] {
+            assert!(primary_lost(&lost), "{lost:?}");
+        }
+        for kept in [
+            RedisError::from((
+                ErrorKind::Server(ServerErrorKind::ResponseError),
+                "ERR wrong number of arguments",
+            )),
+            RedisError::from((ErrorKind::UnexpectedReturnType, "not a string")),
+            RedisError::from((ErrorKind::Client, "request token already exists")),
+        ] {
+            assert!(!primary_lost(&kept), "{kept:?}");
+        }
+    }
 
     #[test]
     fn a_fingerprint_is_the_first_8_hex_digits_of_the_sha256_of_the_hyphenated_token() {

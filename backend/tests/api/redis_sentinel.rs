@@ -275,3 +275,83 @@ async fn a_token_consumed_on_the_old_primary_that_reappears_after_failover_still
     assert_eq!(app.count("payment_ledger").await, 0);
     app.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn a_graceful_sentinel_failover_demoting_the_primary_is_followed_and_keeps_the_tokens() {
+    let mut group = RedisSentinelGroup::start()
+        .await
+        .expect("a redis sentinel group");
+    let app = spawn_app_with(through_sentinels(&group)).await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let second = app.create_order(&account, 1_000).await;
+    let token = app.request_token(&order.order_no).await;
+    // Replicated before the failover starts: the replica holds the token too.
+    let _: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(2_000)
+        .query_async(&mut connect(&group.primary_url().await.expect("primary")).await)
+        .await
+        .expect("WAIT");
+
+    // The old primary stays up, demoted to a replica (the group waits for
+    // that): the backend's connection to it answers READONLY, and the backend
+    // asks the sentinels again. A write that reaches the old primary before the
+    // sentinels demote it is lost with its resync: Redis Sentinel's window,
+    // which the database floor covers (a lost token only answers TOKEN_INVALID).
+    let demoted = group.manual_failover().await.expect("SENTINEL FAILOVER");
+    let promoted = group
+        .wait_for_failover(FAILOVER_TIMEOUT)
+        .await
+        .expect("the sentinels promote the replica");
+    assert_ne!(promoted, demoted);
+
+    let started = Instant::now();
+    let fresh = loop {
+        let sent = Instant::now();
+        let issue = app.post_request_token(&second.order_no).await;
+        let took = sent.elapsed();
+        assert!(
+            took < FAIL_FAST,
+            "an issue took {took:?} after the failover"
+        );
+        match issue.status() {
+            StatusCode::CREATED => {
+                let body: api_types::api::RequestToken = issue.json().await.expect("token body");
+                break body.request_token;
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert_eq!(error_code(issue).await, "TOKEN_STORE_UNAVAILABLE");
+            }
+            other => panic!("issue answered {other} after the failover"),
+        }
+        assert!(
+            started.elapsed() < FAILOVER_TIMEOUT,
+            "token issue did not follow the demotion within {FAILOVER_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let promoted_url = format!("redis://127.0.0.1:{promoted}");
+    assert!(
+        stored_binding(&promoted_url, &token_key(&app, fresh))
+            .await
+            .is_some(),
+        "the new token is on the promoted node"
+    );
+
+    // The token issued before the failover pays once, on the new primary.
+    let paid = app.pay(&order.order_no, token).await;
+    assert_eq!(paid.status(), StatusCode::ACCEPTED);
+    assert!(paid.headers().get("idempotent-replayed").is_none());
+    assert!(
+        stored_binding(&promoted_url, &token_key(&app, token))
+            .await
+            .is_none(),
+        "consumed on the new primary"
+    );
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+    assert_eq!(app.count("payment_attempts").await, 1);
+    app.assert_invariants().await;
+}

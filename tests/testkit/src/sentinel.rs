@@ -37,6 +37,8 @@ pub struct RedisSentinelGroup {
     /// The two data nodes: `[0]` started as primary, `[1]` as its replica.
     data: Vec<Node>,
     sentinels: Vec<Node>,
+    /// The primary's port before the last kill or manual failover.
+    previous_primary: Option<u16>,
 }
 
 impl RedisSentinelGroup {
@@ -55,6 +57,7 @@ impl RedisSentinelGroup {
             dir,
             data: Vec::new(),
             sentinels: Vec::new(),
+            previous_primary: None,
         };
 
         let primary_port = free_port()?;
@@ -201,11 +204,31 @@ impl RedisSentinelGroup {
             bail!("the primary on port {port} was already killed");
         }
         node.kill();
+        self.previous_primary = Some(port);
         Ok(port)
     }
 
-    /// Waits until the sentinels name a primary other than the one killed
-    /// (and that node says it is a primary); returns its port.
+    /// `SENTINEL FAILOVER`: a graceful, manual failover; the primary stays
+    /// up and is demoted to a replica. Returns its port.
+    pub async fn manual_failover(&mut self) -> anyhow::Result<u16> {
+        let port = self.primary_port().await?;
+        let sentinel = self
+            .sentinels
+            .iter()
+            .find(|node| node.child.is_some())
+            .context("no sentinel is running")?;
+        let _: String = query(
+            sentinel.port,
+            redis::cmd("SENTINEL").arg("failover").arg(MASTER_NAME),
+        )
+        .await?;
+        self.previous_primary = Some(port);
+        Ok(port)
+    }
+
+    /// Waits until the failover is over: the sentinels name a primary other
+    /// than the one killed or failed over, that node says it is a primary, and
+    /// the old one, if still up, says it is a replica. Returns the new port.
     pub async fn wait_for_failover(&self, timeout: Duration) -> anyhow::Result<u16> {
         let start = Instant::now();
         loop {
@@ -217,12 +240,15 @@ impl RedisSentinelGroup {
                 .collect();
             if let Ok(port) = self.primary_port().await
                 && alive.contains(&port)
+                && Some(port) != self.previous_primary
             {
-                let role: anyhow::Result<Vec<redis::Value>> =
-                    query(port, &mut redis::cmd("ROLE")).await;
-                let is_primary = role.ok().and_then(|role| role.into_iter().next())
-                    == Some(redis::Value::BulkString(b"master".to_vec()));
-                if is_primary {
+                // A demoted primary that is still up must have been turned
+                // into a replica too: until then it still takes writes.
+                let demoted = match self.previous_primary.filter(|old| alive.contains(old)) {
+                    Some(old) => role(old).await.as_deref() == Some("slave"),
+                    None => true,
+                };
+                if demoted && role(port).await.as_deref() == Some("master") {
                     return Ok(port);
                 }
             }
@@ -331,6 +357,16 @@ async fn query<T: redis::FromRedisValue>(port: u16, cmd: &mut redis::Cmd) -> any
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
     Ok(cmd.query_async(&mut conn).await?)
+}
+
+/// The first element of `ROLE`: `master`, `slave` or `sentinel`.
+async fn role(port: u16) -> Option<String> {
+    let role: Vec<redis::Value> = query(port, &mut redis::cmd("ROLE")).await.ok()?;
+    match role.into_iter().next()? {
+        redis::Value::BulkString(name) => String::from_utf8(name).ok(),
+        redis::Value::SimpleString(name) => Some(name),
+        _ => None,
+    }
 }
 
 async fn wait_for_ping(port: u16) -> anyhow::Result<()> {
