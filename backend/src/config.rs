@@ -6,6 +6,7 @@
 //! platform without its URL or without a strong `WEBHOOK_SECRET`.
 
 use crate::env;
+use crate::tokens::{RedisTarget, SentinelAddr};
 use callback_signing::{CallbackSecret, SecretError};
 use clap::Parser;
 use secrecy::SecretString;
@@ -81,6 +82,17 @@ pub struct Config {
     /// Prefix of every Redis key we write (tests give each run its own).
     #[arg(long, env = env::REDIS_KEY_PREFIX, default_value = "checkout:")]
     pub redis_key_prefix: String,
+
+    /// Redis Sentinel addresses, `host:port` separated by commas: when set, the
+    /// primary is the one these sentinels name for REDIS_MASTER_NAME (followed
+    /// across failovers), and REDIS_URL gives only its username, password and
+    /// database. Empty: REDIS_URL is the one Redis.
+    #[arg(long, env = env::REDIS_SENTINELS, default_value = "")]
+    pub redis_sentinels: String,
+
+    /// The name the sentinels monitor the Redis primary under (with REDIS_SENTINELS).
+    #[arg(long, env = env::REDIS_MASTER_NAME, default_value = "checkout")]
+    pub redis_master_name: String,
 
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, env = env::BIND_ADDR, default_value = "127.0.0.1:3000")]
@@ -254,6 +266,27 @@ impl Config {
         }
     }
 
+    /// Where the request-token store finds Redis: `REDIS_URL` directly, or
+    /// through `REDIS_SENTINELS` (refused unless each is `host:port`).
+    pub fn redis_target(&self) -> Result<RedisTarget, ConfigError> {
+        let sentinels = SentinelAddr::parse_list(&self.redis_sentinels)
+            .map_err(ConfigError::BadRedisSentinels)?;
+        if sentinels.is_empty() {
+            return Ok(RedisTarget::Direct {
+                url: self.redis_url.clone(),
+            });
+        }
+        let master_name = self.redis_master_name.trim();
+        if master_name.is_empty() {
+            return Err(ConfigError::NoRedisMasterName);
+        }
+        Ok(RedisTarget::Sentinel {
+            sentinels,
+            master_name: master_name.to_owned(),
+            url: self.redis_url.clone(),
+        })
+    }
+
     /// When the platform is asked about payments without a result.
     pub fn query_schedule(&self) -> crate::settlement::QuerySchedule {
         crate::settlement::QuerySchedule {
@@ -272,6 +305,8 @@ impl Default for Config {
             database_migration_url: None,
             redis_url: "redis://127.0.0.1:6379".into(),
             redis_key_prefix: "checkout:".into(),
+            redis_sentinels: String::new(),
+            redis_master_name: "checkout".into(),
             bind_addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
             metrics_bind_addr: None,
             drain_secs: 5,
@@ -366,6 +401,8 @@ pub struct Settled {
     pub webhook_secret: CallbackSecret,
     /// True when no `WEBHOOK_SECRET` was given and the sandbox made one.
     pub secret_generated: bool,
+    /// Where the request-token store finds Redis.
+    pub redis: RedisTarget,
 }
 
 /// A configuration the backend refuses to start with. Each message is one line
@@ -430,6 +467,15 @@ pub enum ConfigError {
         "NOTIFY_BASE_URL must be an origin such as https://pay.example.com (no path), got {0:?}"
     )]
     BadNotifyBaseUrl(String),
+    /// An address in `REDIS_SENTINELS` is not `host:port`.
+    #[error(
+        "REDIS_SENTINELS must be sentinel addresses host:port separated by commas \
+         (e.g. 127.0.0.1:26379,127.0.0.1:26380): {0}"
+    )]
+    BadRedisSentinels(String),
+    /// Sentinels without the name of the master they monitor.
+    #[error("REDIS_MASTER_NAME is empty: with REDIS_SENTINELS it names the monitored master")]
+    NoRedisMasterName,
 }
 
 /// The fewest characters an admin token may have.
@@ -462,6 +508,7 @@ impl Config {
         {
             return Err(ConfigError::BadNotifyBaseUrl(base.clone()));
         }
+        let redis = self.redis_target()?;
         let given = self
             .webhook_secret
             .as_ref()
@@ -499,6 +546,7 @@ impl Config {
             platform,
             webhook_secret: given.unwrap_or_else(CallbackSecret::generate),
             secret_generated,
+            redis,
         })
     }
 }
@@ -945,6 +993,74 @@ mod tests {
         assert!(!shown.contains(&secret.expose_secret()[6..]));
         assert!(!shown.contains("admin-token-value"));
         assert!(!shown.contains("owner-password"));
+    }
+
+    #[test]
+    fn redis_sentinels_are_host_port_pairs_and_unparsable_ones_are_refused() {
+        let with = |sentinels: &str| Config {
+            platform: Some(PlatformKind::Remote),
+            platform_url: Some("http://127.0.0.1:4000".into()),
+            webhook_secret: Some(strong_secret()),
+            redis_url: "redis://app:redis-password@ignored:6379/2".into(),
+            redis_sentinels: sentinels.into(),
+            ..Config::default()
+        };
+        for direct in ["", " ", ","] {
+            assert!(
+                matches!(
+                    with(direct).settle().map(|s| s.redis),
+                    Ok(RedisTarget::Direct { .. })
+                ),
+                "{direct:?}"
+            );
+        }
+        let settled = with("127.0.0.1:26379, sentinel-b:26380,[::1]:26381")
+            .settle()
+            .expect("settles");
+        let RedisTarget::Sentinel {
+            sentinels,
+            master_name,
+            ..
+        } = &settled.redis
+        else {
+            panic!("sentinel mode: {:?}", settled.redis);
+        };
+        let shown: Vec<String> = sentinels.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["127.0.0.1:26379", "sentinel-b:26380", "[::1]:26381"]
+        );
+        assert_eq!(master_name, "checkout");
+        let debug = format!("{:?}", settled.redis);
+        assert!(!debug.contains("redis-password"), "{debug}");
+        assert!(debug.contains("127.0.0.1:26379"), "{debug}");
+
+        for bad in [
+            "127.0.0.1",
+            "127.0.0.1:",
+            "127.0.0.1:0",
+            "127.0.0.1:70000",
+            ":26379",
+            "redis://127.0.0.1:26379",
+            "127.0.0.1:26379,nonsense",
+            "::1:26379",
+        ] {
+            let err = with(bad).settle().err();
+            assert!(
+                matches!(err, Some(ConfigError::BadRedisSentinels(_))),
+                "{bad:?}: {err:?}"
+            );
+            let text = err.map(|err| err.to_string()).unwrap_or_default();
+            assert!(text.contains("REDIS_SENTINELS"), "{text}");
+        }
+        let nameless = Config {
+            redis_master_name: " ".into(),
+            ..with("127.0.0.1:26379")
+        };
+        assert_eq!(
+            nameless.settle().err(),
+            Some(ConfigError::NoRedisMasterName)
+        );
     }
 
     #[test]

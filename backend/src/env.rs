@@ -14,6 +14,10 @@ pub const DATABASE_MAX_CONNECTIONS: &str = "DATABASE_MAX_CONNECTIONS";
 pub const REDIS_URL: &str = "REDIS_URL";
 /// Prefix of every Redis key the backend writes.
 pub const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
+/// Redis Sentinel addresses (`host:port,...`); empty: `REDIS_URL` directly.
+pub const REDIS_SENTINELS: &str = "REDIS_SENTINELS";
+/// The master name the sentinels monitor.
+pub const REDIS_MASTER_NAME: &str = "REDIS_MASTER_NAME";
 /// Address to listen on.
 pub const BIND_ADDR: &str = "BIND_ADDR";
 /// A second address serving only `/metrics`, without the admin token.
@@ -114,6 +118,8 @@ pub const ALL: &[&str] = &[
     DATABASE_MAX_CONNECTIONS,
     REDIS_URL,
     REDIS_KEY_PREFIX,
+    REDIS_SENTINELS,
+    REDIS_MASTER_NAME,
     BIND_ADDR,
     METRICS_BIND_ADDR,
     DRAIN_SECS,

@@ -11,7 +11,7 @@ use crate::routes;
 use crate::serve;
 use crate::state::AppState;
 use crate::static_files;
-use crate::tokens::TokenStore;
+use crate::tokens::{RedisTarget, TokenStore};
 use crate::web_security::{self, Csrf, SecurityHeaders};
 use anyhow::Context;
 use axum::Router;
@@ -90,11 +90,19 @@ impl Application {
             );
         }
         let tokens = TokenStore::new(
-            &config.redis_url,
+            &settled.redis,
             &config.redis_key_prefix,
             Duration::from_secs(config.token_ttl_secs),
         )
         .context("REDIS_URL is not a valid Redis URL")?;
+        if let RedisTarget::Sentinel {
+            sentinels,
+            master_name,
+            ..
+        } = &settled.redis
+        {
+            tracing::info!(?sentinels, %master_name, "the redis primary is found through sentinel");
+        }
 
         let listener = TcpListener::bind(config.bind_addr)
             .await

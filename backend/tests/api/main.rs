@@ -27,6 +27,7 @@ mod ownership;
 mod pay;
 mod reconcile;
 mod redis_outage;
+mod redis_sentinel;
 mod refunds;
 mod remote_platform;
 mod request_token;

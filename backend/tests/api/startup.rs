@@ -225,3 +225,18 @@ fn backend_migrate_creates_and_migrates_the_database_says_so_and_exits_0() {
     );
     assert!(!said.contains("applied migration"), "{said}");
 }
+
+#[test]
+fn an_unparsable_redis_sentinel_address_is_refused_without_printing_the_redis_password() {
+    let line = refusal(&run_backend(
+        &[],
+        &[
+            ("PLATFORM", "sandbox"),
+            ("REDIS_URL", "redis://app:redis-password@127.0.0.1:6379/0"),
+            ("REDIS_SENTINELS", "127.0.0.1:26379,sentinel-without-port"),
+        ],
+    ));
+    assert!(line.contains("REDIS_SENTINELS must be"), "{line}");
+    assert!(line.contains("sentinel-without-port"), "{line}");
+    assert!(!line.contains("redis-password"), "{line}");
+}

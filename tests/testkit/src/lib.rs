@@ -2,14 +2,18 @@
 //! ([`postgres_server_url`], [`redis_url`]), a database per test that is dropped
 //! when the test passes and kept when it fails ([`TestDatabase`]), and the real
 //! processes one test or load run owns: the backend binary, a `redis-server`, a
-//! PostgreSQL cluster. Each process on its own free port, so a test may kill,
-//! pause, flush or restart it without disturbing anything else; and an HAProxy
-//! in front of several backends ([`OwnedHaproxy`]).
+//! Redis Sentinel group ([`RedisSentinelGroup`]), a PostgreSQL cluster. Each
+//! process on its own free port, so a test may kill, pause, flush or restart it
+//! without disturbing anything else; and an HAProxy in front of several
+//! backends ([`OwnedHaproxy`]).
 
 mod database;
 mod haproxy;
 pub use database::{TestDatabase, postgres_server_url, redis_url};
 pub use haproxy::OwnedHaproxy;
+
+pub mod sentinel;
+pub use sentinel::RedisSentinelGroup;
 
 use anyhow::{Context, bail};
 use std::fs::File;

@@ -1,0 +1,402 @@
+//! A Redis Sentinel group of our own: a primary `redis-server`, one replica and
+//! three sentinels monitoring the primary, every process on its own free
+//! loopback port, without persistence. A test kills the primary and waits for
+//! the sentinels to promote the replica.
+
+use crate::free_port;
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The name the sentinels monitor the primary under.
+pub const MASTER_NAME: &str = "checkout";
+
+/// One process of the group.
+struct Node {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Node {
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGKILL: no goodbye to the replica or the sentinels.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A primary, a replica (`--replicaof`) and three sentinels (quorum 2,
+/// `down-after-milliseconds 1000`, `failover-timeout 5000`), all killed and
+/// their temporary directory removed on drop (kept, and named on stderr, when
+/// the test panicked: the logs of every process are in it).
+pub struct RedisSentinelGroup {
+    dir: PathBuf,
+    /// The two data nodes: `[0]` started as primary, `[1]` as its replica.
+    data: Vec<Node>,
+    sentinels: Vec<Node>,
+    /// The primary's port before the last kill or manual failover.
+    previous_primary: Option<u16>,
+}
+
+impl RedisSentinelGroup {
+    /// Starts the group and waits until the replica is in sync and every
+    /// sentinel knows the replica and the other two sentinels (before that a
+    /// failover could not succeed).
+    pub async fn start() -> anyhow::Result<Self> {
+        let sentinel_program = sentinel_program()?;
+        let dir = std::env::temp_dir().join(format!(
+            "redis-sentinel-group-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let mut group = Self {
+            dir,
+            data: Vec::new(),
+            sentinels: Vec::new(),
+            previous_primary: None,
+        };
+
+        let primary_port = free_port()?;
+        group.data.push(Node {
+            port: primary_port,
+            child: Some(spawn_data_node(&group.dir, primary_port, None)?),
+        });
+        wait_for_ping(primary_port).await?;
+        let replica_port = free_port()?;
+        group.data.push(Node {
+            port: replica_port,
+            child: Some(spawn_data_node(
+                &group.dir,
+                replica_port,
+                Some(primary_port),
+            )?),
+        });
+        wait_for_ping(replica_port).await?;
+        wait_until(
+            Duration::from_secs(10),
+            "the replica to sync",
+            move || async move {
+                let info: String =
+                    query(replica_port, redis::cmd("INFO").arg("replication")).await?;
+                Ok(info.contains("master_link_status:up"))
+            },
+        )
+        .await?;
+
+        for index in 0..3 {
+            let port = free_port()?;
+            let conf = group.dir.join(format!("sentinel-{index}.conf"));
+            let log = group.dir.join(format!("sentinel-{index}.log"));
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\n\
+                     bind 127.0.0.1\n\
+                     daemonize no\n\
+                     logfile \"{log}\"\n\
+                     dir \"{dir}\"\n\
+                     sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} 2\n\
+                     sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
+                     sentinel failover-timeout {MASTER_NAME} 5000\n\
+                     sentinel parallel-syncs {MASTER_NAME} 1\n",
+                    log = log.display(),
+                    dir = group.dir.display(),
+                ),
+            )
+            .with_context(|| format!("cannot write {}", conf.display()))?;
+            let child = sentinel_program
+                .command(&conf)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("cannot start a sentinel")?;
+            group.sentinels.push(Node {
+                port,
+                child: Some(child),
+            });
+        }
+        for sentinel in &group.sentinels {
+            wait_for_ping(sentinel.port).await?;
+        }
+        for sentinel in group.sentinels.iter().map(|node| node.port) {
+            wait_until(
+                Duration::from_secs(20),
+                "every sentinel to know the replica and the other sentinels",
+                move || async move {
+                    let replicas: Vec<redis::Value> = query(
+                        sentinel,
+                        redis::cmd("SENTINEL").arg("replicas").arg(MASTER_NAME),
+                    )
+                    .await?;
+                    let others: Vec<redis::Value> = query(
+                        sentinel,
+                        redis::cmd("SENTINEL").arg("sentinels").arg(MASTER_NAME),
+                    )
+                    .await?;
+                    Ok(replicas.len() == 1 && others.len() == 2)
+                },
+            )
+            .await?;
+        }
+        Ok(group)
+    }
+
+    /// The sentinels' addresses, `127.0.0.1:<port>` each.
+    pub fn sentinel_addrs(&self) -> Vec<String> {
+        self.sentinels
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect()
+    }
+
+    /// The name the sentinels monitor the primary under.
+    pub fn master_name(&self) -> &'static str {
+        MASTER_NAME
+    }
+
+    /// The primary's port, as the first sentinel that answers names it
+    /// (`SENTINEL get-master-addr-by-name`).
+    pub async fn primary_port(&self) -> anyhow::Result<u16> {
+        let mut last = None;
+        for sentinel in &self.sentinels {
+            if sentinel.child.is_none() {
+                continue;
+            }
+            let answer: anyhow::Result<(String, String)> = query(
+                sentinel.port,
+                redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(MASTER_NAME),
+            )
+            .await;
+            match answer {
+                Ok((_, port)) => return port.parse().context("the sentinel named no port"),
+                Err(err) => last = Some(err),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("no sentinel is running")))
+    }
+
+    /// `redis://127.0.0.1:<port>` of the current primary (as the sentinels name it).
+    pub async fn primary_url(&self) -> anyhow::Result<String> {
+        Ok(format!("redis://127.0.0.1:{}", self.primary_port().await?))
+    }
+
+    /// `redis://127.0.0.1:<port>` of the node started as the replica (the
+    /// primary after one failover).
+    pub fn replica_url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.data[1].port)
+    }
+
+    /// `kill -9` of the current primary; returns its port.
+    pub async fn kill_primary(&mut self) -> anyhow::Result<u16> {
+        let port = self.primary_port().await?;
+        let node = self
+            .data
+            .iter_mut()
+            .find(|node| node.port == port)
+            .with_context(|| format!("the sentinels name port {port}, not one of ours"))?;
+        if node.child.is_none() {
+            bail!("the primary on port {port} was already killed");
+        }
+        node.kill();
+        self.previous_primary = Some(port);
+        Ok(port)
+    }
+
+    /// `SENTINEL FAILOVER`: a graceful, manual failover; the primary stays
+    /// up and is demoted to a replica. Returns its port.
+    pub async fn manual_failover(&mut self) -> anyhow::Result<u16> {
+        let port = self.primary_port().await?;
+        let sentinel = self
+            .sentinels
+            .iter()
+            .find(|node| node.child.is_some())
+            .context("no sentinel is running")?;
+        let _: String = query(
+            sentinel.port,
+            redis::cmd("SENTINEL").arg("failover").arg(MASTER_NAME),
+        )
+        .await?;
+        self.previous_primary = Some(port);
+        Ok(port)
+    }
+
+    /// Waits until the failover is over: the sentinels name a primary other
+    /// than the one killed or failed over, that node says it is a primary, and
+    /// the old one, if still up, says it is a replica. Returns the new port.
+    pub async fn wait_for_failover(&self, timeout: Duration) -> anyhow::Result<u16> {
+        let start = Instant::now();
+        loop {
+            let alive: Vec<u16> = self
+                .data
+                .iter()
+                .filter(|node| node.child.is_some())
+                .map(|node| node.port)
+                .collect();
+            if let Ok(port) = self.primary_port().await
+                && alive.contains(&port)
+                && Some(port) != self.previous_primary
+            {
+                // A demoted primary that is still up must have been turned
+                // into a replica too: until then it still takes writes.
+                let demoted = match self.previous_primary.filter(|old| alive.contains(old)) {
+                    Some(old) => role(old).await.as_deref() == Some("slave"),
+                    None => true,
+                };
+                if demoted && role(port).await.as_deref() == Some("master") {
+                    return Ok(port);
+                }
+            }
+            if start.elapsed() > timeout {
+                bail!(
+                    "no failover within {timeout:?} (logs in {})",
+                    self.dir.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The temporary directory (configurations and logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RedisSentinelGroup {
+    fn drop(&mut self) {
+        for node in self.sentinels.iter_mut().chain(self.data.iter_mut()) {
+            node.kill();
+        }
+        if std::thread::panicking() {
+            eprintln!("redis sentinel group logs kept in {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// How a sentinel is started on this machine.
+enum SentinelProgram {
+    /// `redis-sentinel <conf>`.
+    RedisSentinel,
+    /// `redis-server <conf> --sentinel`.
+    RedisServer,
+}
+
+impl SentinelProgram {
+    fn command(&self, conf: &Path) -> Command {
+        match self {
+            Self::RedisSentinel => {
+                let mut command = Command::new("redis-sentinel");
+                command.arg(conf);
+                command
+            }
+            Self::RedisServer => {
+                let mut command = Command::new("redis-server");
+                command.arg(conf).arg("--sentinel");
+                command
+            }
+        }
+    }
+}
+
+/// `redis-sentinel` if installed, else `redis-server --sentinel`; a clear error without either.
+fn sentinel_program() -> anyhow::Result<SentinelProgram> {
+    let works = |program: &str| {
+        Command::new(program)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if works("redis-sentinel") {
+        Ok(SentinelProgram::RedisSentinel)
+    } else if works("redis-server") {
+        Ok(SentinelProgram::RedisServer)
+    } else {
+        bail!(
+            "Redis Sentinel is not available: neither `redis-sentinel` nor `redis-server` \
+             (run as `redis-server <conf> --sentinel`) could be run; install redis-sentinel \
+             (Debian: apt-get install redis-sentinel redis-server)"
+        )
+    }
+}
+
+fn spawn_data_node(dir: &Path, port: u16, replica_of: Option<u16>) -> anyhow::Result<Child> {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join(format!("redis-{port}.log")));
+    if let Some(primary) = replica_of {
+        command.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+    }
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start redis-server")
+}
+
+async fn query<T: redis::FromRedisValue>(port: u16, cmd: &mut redis::Cmd) -> anyhow::Result<T> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_millis(500)));
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    Ok(cmd.query_async(&mut conn).await?)
+}
+
+/// The first element of `ROLE`: `master`, `slave` or `sentinel`.
+async fn role(port: u16) -> Option<String> {
+    let role: Vec<redis::Value> = query(port, &mut redis::cmd("ROLE")).await.ok()?;
+    match role.into_iter().next()? {
+        redis::Value::BulkString(name) => String::from_utf8(name).ok(),
+        redis::Value::SimpleString(name) => Some(name),
+        _ => None,
+    }
+}
+
+async fn wait_for_ping(port: u16) -> anyhow::Result<()> {
+    wait_until(
+        Duration::from_secs(5),
+        &format!("port {port} to answer PING"),
+        move || async move {
+            let _: String = query(port, &mut redis::cmd("PING")).await?;
+            Ok(true)
+        },
+    )
+    .await
+}
+
+async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let start = Instant::now();
+    loop {
+        let last = match check().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => None,
+            Err(err) => Some(err),
+        };
+        if start.elapsed() > timeout {
+            let detail = last.map(|err| format!(": {err:#}")).unwrap_or_default();
+            bail!("timed out after {timeout:?} waiting for {what}{detail}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
