@@ -49,6 +49,59 @@ impl PlatformKind {
 
 /// Everything the backend needs to start. `Config::default()` equals the
 /// documented defaults, with no platform chosen.
+/// A service's URL (`DATABASE_URL`, `REDIS_URL`), which may carry a password:
+/// `Debug` and `Display` show it with the password masked (`***`); only
+/// [`ServiceUrl::expose`] gives the URL itself, to connect with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ServiceUrl(String);
+
+impl ServiceUrl {
+    /// The URL itself, password included.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for ServiceUrl {
+    fn from(url: String) -> Self {
+        Self(url)
+    }
+}
+
+impl From<&str> for ServiceUrl {
+    fn from(url: &str) -> Self {
+        Self(url.to_owned())
+    }
+}
+
+impl std::str::FromStr for ServiceUrl {
+    type Err = std::convert::Infallible;
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        Ok(Self::from(url))
+    }
+}
+
+impl std::fmt::Display for ServiceUrl {
+    /// `scheme://user:***@host/...` when there is a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = &self.0;
+        let masked = url.split_once("://").and_then(|(scheme, rest)| {
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, tail) = rest.split_at(authority_end);
+            let (userinfo, host) = authority.rsplit_once('@')?;
+            let user = userinfo.split_once(':').map(|(user, _)| user)?;
+            Some(format!("{scheme}://{user}:***@{host}{tail}"))
+        });
+        f.write_str(masked.as_deref().unwrap_or(url))
+    }
+}
+
+impl std::fmt::Debug for ServiceUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "backend", about = "The exactly-once checkout backend", version)]
 pub struct Config {
@@ -61,7 +114,7 @@ pub struct Config {
         hide_env_values = true,
         global = true
     )]
-    pub database_url: String,
+    pub database_url: ServiceUrl,
 
     /// PostgreSQL as the role that owns the schema: when set, creating the
     /// database and the migrations use it (over one short-lived connection), and
@@ -77,7 +130,7 @@ pub struct Config {
 
     /// Redis, used as the request-token store only.
     #[arg(long, env = env::REDIS_URL, default_value = "redis://127.0.0.1:6379", hide_env_values = true)]
-    pub redis_url: String,
+    pub redis_url: ServiceUrl,
 
     /// Prefix of every Redis key we write (tests give each run its own).
     #[arg(long, env = env::REDIS_KEY_PREFIX, default_value = "checkout:")]
@@ -273,7 +326,7 @@ impl Config {
             .map_err(ConfigError::BadRedisSentinels)?;
         if sentinels.is_empty() {
             return Ok(RedisTarget::Direct {
-                url: self.redis_url.clone(),
+                url: self.redis_url.expose().to_owned(),
             });
         }
         let master_name = self.redis_master_name.trim();
@@ -283,7 +336,7 @@ impl Config {
         Ok(RedisTarget::Sentinel {
             sentinels,
             master_name: master_name.to_owned(),
-            url: self.redis_url.clone(),
+            url: self.redis_url.expose().to_owned(),
         })
     }
 
@@ -988,7 +1041,26 @@ mod tests {
             )),
             ..Config::default()
         };
+        let config = Config {
+            database_url: "postgres://checkout_app:app-password@127.0.0.1/checkout".into(),
+            redis_url: "redis://tokens:redis-password@127.0.0.1:6379/2".into(),
+            ..config
+        };
         let shown = format!("{config:?}");
+        assert!(!shown.contains("app-password"), "{shown}");
+        assert!(!shown.contains("redis-password"), "{shown}");
+        assert!(
+            shown.contains("postgres://checkout_app:***@127.0.0.1/checkout"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("redis://tokens:***@127.0.0.1:6379/2"),
+            "{shown}"
+        );
+        assert_eq!(
+            config.database_url.expose(),
+            "postgres://checkout_app:app-password@127.0.0.1/checkout"
+        );
         use secrecy::ExposeSecret;
         assert!(!shown.contains(&secret.expose_secret()[6..]));
         assert!(!shown.contains("admin-token-value"));

@@ -73,7 +73,7 @@ impl Application {
         // Installed before the first request is counted.
         crate::metrics::handle();
         let db = crate::schema::prepare(
-            &config.database_url,
+            config.database_url.expose(),
             config
                 .database_migration_url
                 .as_ref()
@@ -407,7 +407,7 @@ pub async fn run_from_env() -> std::process::ExitCode {
             let url = config
                 .database_migration_url
                 .as_ref()
-                .map_or(config.database_url.as_str(), ExposeSecret::expose_secret);
+                .map_or(config.database_url.expose(), ExposeSecret::expose_secret);
             let migrated = crate::schema::migrate(url).await?;
             for line in migrated.report() {
                 println!("{line}");
@@ -460,7 +460,7 @@ async fn reconcile_command(config: &Config, date: time::Date) -> std::process::E
         let db = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&config.database_url)
+            .connect(config.database_url.expose())
             .await
             .context("cannot connect to DATABASE_URL")?;
         anyhow::Ok(crate::reconcile::reconcile(&db, &platform, date).await?)

@@ -271,7 +271,7 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
 
     let (app_url, owner_url) = (roles.app_url(), roles.owner_url());
     let app = spawn_app_on(database, |config| {
-        config.database_url = app_url;
+        config.database_url = app_url.into();
         config.database_migration_url = Some(SecretString::from(owner_url));
         // The test posts the platform's callbacks itself.
         config.sandbox_drop_callbacks = true;

@@ -22,7 +22,7 @@ async fn healthz_is_ok_when_database_and_redis_answer() {
 #[tokio::test]
 async fn healthz_answers_503_naming_redis_when_redis_is_down() {
     let mut redis = OwnedRedis::start().await.expect("own redis-server");
-    let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
+    let app = spawn_app_with(|c| c.redis_url = redis.url().into()).await;
     redis.stop();
 
     let response = app

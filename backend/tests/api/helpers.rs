@@ -190,8 +190,8 @@ pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Confi
     let id = Uuid::new_v4().simple().to_string();
     let secret = CallbackSecret::generate();
     let mut config = Config {
-        database_url: database.url(),
-        redis_url: testkit::redis_url(),
+        database_url: database.url().into(),
+        redis_url: testkit::redis_url().into(),
         redis_key_prefix: format!("test:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
         platform: Some(PlatformKind::Sandbox),
@@ -640,7 +640,7 @@ impl TestApp {
 
     /// Seconds the request token has left in Redis; -2 when it is not there.
     pub async fn token_ttl(&self, token: Uuid) -> i64 {
-        let client = redis::Client::open(self.config.redis_url.as_str()).expect("redis url");
+        let client = redis::Client::open(self.config.redis_url.expose()).expect("redis url");
         let mut conn = client
             .get_multiplexed_async_connection()
             .await

@@ -19,7 +19,7 @@ fn retry_interval() -> Duration {
 async fn the_incident_replayed_charges_once_and_answers_200_every_time() {
     let redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| {
-        c.redis_url = redis.url();
+        c.redis_url = redis.url().into();
         c.sandbox_drop_callbacks = true;
     })
     .await;

@@ -383,7 +383,7 @@ async fn run_reconcile(rig: &Rig, args: &[&str], platform_url: &str) -> std::pro
         .arg("reconcile")
         .args(args)
         .env_clear()
-        .env("DATABASE_URL", &rig.app.config.database_url)
+        .env("DATABASE_URL", rig.app.config.database_url.expose())
         .env("PLATFORM", "remote")
         .env("PLATFORM_URL", platform_url)
         .env("WEBHOOK_SECRET", rig.secret.expose())

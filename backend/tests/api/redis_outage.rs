@@ -9,7 +9,7 @@ use testkit::OwnedRedis;
 async fn callbacks_are_exactly_once_with_redis_stopped() {
     let mut redis = OwnedRedis::start().await.expect("own redis-server");
     let app = spawn_app_with(|c| {
-        c.redis_url = redis.url();
+        c.redis_url = redis.url().into();
         c.sandbox_drop_callbacks = true;
     })
     .await;
@@ -31,7 +31,7 @@ async fn callbacks_are_exactly_once_with_redis_stopped() {
 #[tokio::test]
 async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_is_down() {
     let mut redis = OwnedRedis::start().await.expect("own redis-server");
-    let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
+    let app = spawn_app_with(|c| c.redis_url = redis.url().into()).await;
     let (_, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;
     redis.stop();
@@ -73,7 +73,7 @@ async fn request_tokens_and_new_submits_answer_503_with_retry_after_while_redis_
 #[tokio::test]
 async fn a_pay_replay_is_answered_from_the_database_when_redis_is_down_or_flushed() {
     let mut redis = OwnedRedis::start().await.expect("own redis-server");
-    let app = spawn_app_with(|c| c.redis_url = redis.url()).await;
+    let app = spawn_app_with(|c| c.redis_url = redis.url().into()).await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;
     let first = app.pay(&order.order_no, token).await;

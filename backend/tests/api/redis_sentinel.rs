@@ -27,7 +27,7 @@ fn through_sentinels(group: &RedisSentinelGroup) -> impl FnOnce(&mut Config) + '
         config.redis_master_name = group.master_name().to_owned();
         // Only the credentials and the database of REDIS_URL count with sentinels:
         // nothing listens on this port.
-        config.redis_url = "redis://127.0.0.1:1/0".to_owned();
+        config.redis_url = "redis://127.0.0.1:1/0".into();
     }
 }
 
@@ -63,7 +63,7 @@ async fn the_backend_starts_while_every_sentinel_is_down_and_answers_503_fast() 
         .collect();
     let app = spawn_app_with(|config| {
         config.redis_sentinels = down.join(",");
-        config.redis_url = "redis://127.0.0.1:1/0".to_owned();
+        config.redis_url = "redis://127.0.0.1:1/0".into();
     })
     .await;
     let (_, order) = app.account_with_order(10_000, 2_500).await;

@@ -18,7 +18,7 @@ async fn request_token_is_a_uuid_v4_stored_in_redis_with_its_ttl_and_binding() {
     let ttl = (token.expires_at - OffsetDateTime::now_utc()).whole_seconds();
     assert!((890..=900).contains(&ttl), "expires in {ttl} s");
 
-    let client = redis::Client::open(app.config.redis_url.as_str()).expect("url");
+    let client = redis::Client::open(app.config.redis_url.expose()).expect("url");
     let mut conn = client
         .get_multiplexed_async_connection()
         .await

@@ -476,8 +476,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let database_url = database.url();
     let mut config = Config {
         platform: Some(PlatformKind::Sandbox),
-        database_url: database_url.clone(),
-        redis_url: options.redis_url.unwrap_or_else(testkit::redis_url),
+        database_url: database_url.clone().into(),
+        redis_url: options.redis_url.unwrap_or_else(testkit::redis_url).into(),
         redis_key_prefix: format!("e2e:{id}:"),
         bind_addr: "127.0.0.1:0".parse().expect("valid address"),
         token_ttl_secs: options.token_ttl_secs,

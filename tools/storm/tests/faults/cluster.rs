@@ -1,7 +1,7 @@
 //! The incident through HAProxy, in front of three backends (the repository's
 //! `deploy/haproxy.cfg`), with one fault each: a backend killed with `kill -9`,
 //! a backend drained with SIGTERM, the Redis primary killed (Sentinel fails
-//! over), PostgreSQL restarted. During each, every paid order's success
+//! over; the backends find Redis through `REDIS_SENTINELS`), PostgreSQL restarted. During each, every paid order's success
 //! callback arrives 100 times at once and is retried until acknowledged, and
 //! shoppers pay other orders through the balancer, retrying as the page does.
 //! Each ends with the invariant checker and one charge per order.
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
 use storm::platform::{Answer, Callback, Sender};
-use storm::processes::{self, OwnedHaproxy, OwnedPostgres};
+use storm::processes::{self, OwnedHaproxy, OwnedPostgres, RedisSentinelGroup};
 use storm::shop::{PaidOrder, Shopper};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -447,4 +447,148 @@ async fn postgres_restarted_behind_haproxy_answers_5xx_during_the_outage_only() 
         assert_eq!(backend.lock().await.starts, 1, "no backend was restarted");
     }
     println!("PostgreSQL restart: {}", summary(&log));
+}
+
+/// Pays `order_no` once, nothing failing; returns the token it used and the payment id.
+async fn pay_keeping_token(url: &str, shopper: &Shopper, order_no: &str) -> (Uuid, Uuid) {
+    let token: Value = shopper
+        .client
+        .post(format!("{url}/api/orders/{order_no}/request-token"))
+        .send()
+        .await
+        .expect("token sent")
+        .error_for_status()
+        .expect("token issued")
+        .json()
+        .await
+        .expect("token body");
+    let token: Uuid = token["request_token"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("a request token");
+    let paid: Value = shopper
+        .client
+        .post(format!("{url}/api/orders/{order_no}/pay"))
+        .json(&json!({ "request_token": token }))
+        .send()
+        .await
+        .expect("pay sent")
+        .error_for_status()
+        .expect("pay accepted")
+        .json()
+        .await
+        .expect("pay body");
+    let payment_id = paid["payment_id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .expect("a payment id");
+    (token, payment_id)
+}
+
+#[tokio::test]
+async fn the_redis_primary_killed_behind_haproxy_fails_over_with_503_only_meanwhile() {
+    let mut redis = RedisSentinelGroup::start()
+        .await
+        .expect("Redis primary, replica and three sentinels");
+    let cluster = Cluster::start(
+        None,
+        vec![
+            (
+                backend::env::REDIS_SENTINELS.to_owned(),
+                redis.sentinel_addrs().join(","),
+            ),
+            (
+                backend::env::REDIS_MASTER_NAME.to_owned(),
+                redis.master_name().to_owned(),
+            ),
+        ],
+    )
+    .await;
+    // Orders paid before the fault: their pays are sent again during it.
+    let shopper = cluster.rig.shopper().await;
+    let replayable = cluster.rig.orders(4, AMOUNT).await;
+    let mut used = Vec::new();
+    for order_no in &replayable {
+        used.push(pay_keeping_token(&cluster.url(), shopper, order_no).await);
+    }
+
+    let window = Mutex::new((None, None));
+    let replays = Mutex::new(Vec::new());
+    let (log, _) = cluster
+        .incident(async {
+            let began = Instant::now();
+            redis.kill_primary().await.expect("the primary killed");
+            let replaying = async {
+                // Pay replays keep working: the database answers them, Redis or not.
+                while began.elapsed() < Duration::from_secs(4) {
+                    for (order_no, (token, payment_id)) in replayable.iter().zip(&used) {
+                        let answer = shopper
+                            .client
+                            .post(format!("{}/api/orders/{order_no}/pay", cluster.url()))
+                            .timeout(Duration::from_secs(5))
+                            .json(&json!({ "request_token": token }))
+                            .send()
+                            .await;
+                        let seen = match answer {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                let replayed = response
+                                    .headers()
+                                    .get("idempotent-replayed")
+                                    .is_some_and(|v| v == "true");
+                                let body: Value = response.json().await.unwrap_or_default();
+                                (status, replayed, body["payment_id"] == json!(payment_id))
+                            }
+                            Err(_) => (0, false, false),
+                        };
+                        replays.lock().expect("replays lock").push(seen);
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            };
+            let (failed_over, ()) =
+                tokio::join!(redis.wait_for_failover(Duration::from_secs(30)), replaying);
+            failed_over.expect("Sentinel promoted the replica");
+            *window.lock().expect("window lock") = (Some(began), Some(Instant::now()));
+        })
+        .await;
+    let (Some(began), Some(promoted)) = *window.lock().expect("window lock") else {
+        panic!("the failover did not happen");
+    };
+
+    let replays = replays.lock().expect("replays lock").clone();
+    assert!(replays.len() >= 8, "replays were sent: {replays:?}");
+    assert!(
+        replays.iter().all(|seen| *seen == (202, true, true)),
+        "every replay during the failover answered 202 Idempotent-Replayed with its payment: {replays:?}"
+    );
+    let failures = log.failures();
+    assert!(
+        failures.iter().all(|r| r.step != Step::Callback),
+        "callbacks never touch Redis: {}",
+        summary(&log)
+    );
+    assert!(
+        failures.iter().any(|r| r.step == Step::Token),
+        "the failover was never seen by a token request: {}",
+        summary(&log)
+    );
+    // 503 during the failover only; the token store gives up on Redis after
+    // 1 s, so a request sent just before the promotion ends up to 1 s after it.
+    for failure in &failures {
+        assert_eq!(failure.answer, Answer::Status(503), "{}", summary(&log));
+        assert!(
+            failure.at >= began && failure.at <= promoted + Duration::from_secs(2),
+            "a 503 outside the failover ({:?} after the kill, promoted after {:?}): {}",
+            failure.at - began,
+            promoted - began,
+            summary(&log)
+        );
+    }
+    println!(
+        "Redis failover (promoted {:?} after the kill): {}; {} replays",
+        promoted - began,
+        summary(&log),
+        replays.len()
+    );
 }
