@@ -28,6 +28,7 @@ redis_ports=(6380 6381)
 sentinel_ports=(26380 26381 26382)
 sim_addr="127.0.0.1:4000"
 per_instance_connections="${DATABASE_MAX_CONNECTIONS:-20}"
+bin="${CARGO_TARGET_DIR:-target}/release"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -154,20 +155,20 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
 fi
 
 say "platform-sim at http://$sim_addr"
-start platform-sim env WEBHOOK_SECRET="$webhook_secret" target/release/platform-sim --bind-addr "$sim_addr"
+start platform-sim env WEBHOOK_SECRET="$webhook_secret" "$bin/platform-sim" --bind-addr "$sim_addr"
 wait_for "platform-sim" "curl -fsS http://$sim_addr/healthz"
 
 sentinels=$(printf '127.0.0.1:%s,' "${sentinel_ports[@]}")
 for n in $(seq 1 "$instances"); do
     say "Backend $n at 127.0.0.1:310$n"
     env PLATFORM=remote PLATFORM_URL="http://$sim_addr" WEBHOOK_SECRET="$webhook_secret" \
-        ADMIN_TOKEN="$ADMIN_TOKEN" \
+        ADMIN_TOKEN="$ADMIN_TOKEN" TRUSTED_PROXIES=127.0.0.1 \
         BIND_ADDR="127.0.0.1:310$n" PUBLIC_ORIGIN="http://$listen" NOTIFY_BASE_URL="http://$listen" \
         REDIS_SENTINELS="${sentinels%,}" REDIS_MASTER_NAME=checkout \
         DATABASE_MAX_CONNECTIONS="$per_instance_connections" \
         DEMO="${DEMO:-true}" STATIC_DIR="$PWD/dist" RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
         DRAIN_SECS="${DRAIN_SECS:-5}" \
-        "$PWD/target/release/backend" >>"$dir/backend$n.log" 2>&1 &
+        "$bin/backend" >>"$dir/backend$n.log" 2>&1 &
     echo "$!" >"$dir/backend$n.pid"
     # One at a time: the first migrates the database, the others find it migrated.
     wait_for "backend $n" "curl -fsS http://127.0.0.1:310$n/readyz"

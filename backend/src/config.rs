@@ -208,6 +208,13 @@ pub struct Config {
     #[arg(long, env = env::PUBLIC_ORIGIN, default_value = "http://127.0.0.1:3000")]
     pub public_origin: String,
 
+    /// Load balancers whose `X-Forwarded-For` is believed (comma-separated IP
+    /// addresses, e.g. HAProxy's `127.0.0.1`): a request from one of them is
+    /// counted, for the per-address rate limits, against the address it
+    /// appended. Empty: the TCP peer is the client, whatever the header says.
+    #[arg(long, env = env::TRUSTED_PROXIES, value_delimiter = ',', num_args = 0..)]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+
     /// The origin (`scheme://host[:port]`) the payment platform posts its
     /// notifications to, as the platform reaches this backend: a public
     /// HTTPS origin for a real platform, the load balancer's behind one.
@@ -372,6 +379,7 @@ impl Default for Config {
             admin_token: None,
             merchant_api_key: None,
             public_origin: "http://127.0.0.1:3000".into(),
+            trusted_proxies: Vec::new(),
             notify_base_url: None,
             cookie_secure: false,
             session_idle_secs: 43_200,

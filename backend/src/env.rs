@@ -26,6 +26,8 @@ pub const METRICS_BIND_ADDR: &str = "METRICS_BIND_ADDR";
 pub const DRAIN_SECS: &str = "DRAIN_SECS";
 /// Seconds requests in flight get once the listener has closed.
 pub const DRAIN_DEADLINE_SECS: &str = "DRAIN_DEADLINE_SECS";
+/// Load balancers whose `X-Forwarded-For` is believed, for per-address rate limits.
+pub const TRUSTED_PROXIES: &str = "TRUSTED_PROXIES";
 /// Seconds an order may stay unpaid before it is closed.
 pub const ORDER_TTL_SECS: &str = "ORDER_TTL_SECS";
 /// Seconds a request token stays valid.
@@ -144,6 +146,7 @@ pub const ALL: &[&str] = &[
     ADMIN_TOKEN,
     MERCHANT_API_KEY,
     PUBLIC_ORIGIN,
+    TRUSTED_PROXIES,
     NOTIFY_BASE_URL,
     COOKIE_SECURE,
     SESSION_IDLE_SECS,

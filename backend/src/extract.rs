@@ -103,7 +103,9 @@ where
 }
 
 /// The client's IP address: the peer of the TCP connection (`ConnectInfo`),
-/// or the unspecified address when the server was started without it.
+/// or, when that peer is a trusted proxy ([`TrustedProxies`]), the address it
+/// put in `X-Forwarded-For`; the unspecified address when the server was
+/// started without `ConnectInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientIp(pub std::net::IpAddr);
 
@@ -111,10 +113,139 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let ip = parts
+        let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
-        Ok(Self(ip))
+        let client = match parts.extensions.get::<TrustedProxies>() {
+            Some(trusted) => trusted.client(peer, &parts.headers),
+            None => peer,
+        };
+        Ok(Self(client))
+    }
+}
+
+/// The load balancers whose `X-Forwarded-For` is believed (`TRUSTED_PROXIES`),
+/// an extension on every request.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(std::sync::Arc<[std::net::IpAddr]>);
+
+impl TrustedProxies {
+    /// These addresses (IPv4-mapped IPv6 ones taken as IPv4).
+    pub fn new(addresses: &[std::net::IpAddr]) -> Self {
+        Self(addresses.iter().map(|ip| ip.to_canonical()).collect())
+    }
+
+    fn trusts(&self, ip: std::net::IpAddr) -> bool {
+        self.0.contains(&ip.to_canonical())
+    }
+
+    /// The client of a request `peer` sent with these headers: `peer` itself
+    /// unless it is trusted; else the right-most `X-Forwarded-For` entry that
+    /// is not a trusted proxy (each proxy appends the address it saw; what is
+    /// left of that was written by the client and proves nothing). A header
+    /// that is missing, or garbled where it matters, leaves the proxy's address.
+    pub fn client(
+        &self,
+        peer: std::net::IpAddr,
+        headers: &axum::http::HeaderMap,
+    ) -> std::net::IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let mut hops: Vec<&str> = Vec::new();
+        for value in headers.get_all("x-forwarded-for") {
+            let Ok(text) = value.to_str() else {
+                return peer;
+            };
+            hops.extend(text.split(',').map(str::trim));
+        }
+        for hop in hops.into_iter().rev() {
+            match hop.parse::<std::net::IpAddr>() {
+                Ok(ip) if self.trusts(ip) => {}
+                Ok(ip) => return ip.to_canonical(),
+                Err(_) => return peer,
+            }
+        }
+        peer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrustedProxies;
+    use axum::http::{HeaderMap, HeaderValue};
+    use std::net::IpAddr;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an IP address")
+    }
+
+    fn forwarded(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(
+                "x-forwarded-for",
+                HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_whatever_it_forwards() {
+        let trusted = TrustedProxies::new(&[ip("10.0.0.1")]);
+        let spoofed = forwarded(&["203.0.113.9"]);
+        assert_eq!(
+            trusted.client(ip("198.51.100.4"), &spoofed),
+            ip("198.51.100.4")
+        );
+        assert_eq!(
+            TrustedProxies::default().client(ip("127.0.0.1"), &spoofed),
+            ip("127.0.0.1")
+        );
+    }
+
+    #[test]
+    fn behind_a_trusted_proxy_the_client_is_the_right_most_untrusted_hop() {
+        let trusted = TrustedProxies::new(&[ip("127.0.0.1"), ip("10.0.0.2")]);
+        let proxy = ip("127.0.0.1");
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["203.0.113.7"])),
+            ip("203.0.113.7")
+        );
+        // The client wrote the left part itself: it proves nothing.
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["198.51.100.1, 203.0.113.7"])),
+            ip("203.0.113.7")
+        );
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["198.51.100.1", "203.0.113.7"])),
+            ip("203.0.113.7")
+        );
+        // Two proxies in a row: skip the inner one.
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["203.0.113.7, 10.0.0.2"])),
+            ip("203.0.113.7")
+        );
+        assert_eq!(
+            trusted.client(ip("::ffff:127.0.0.1"), &forwarded(&["::ffff:203.0.113.7"])),
+            ip("203.0.113.7")
+        );
+    }
+
+    #[test]
+    fn a_missing_or_garbled_header_leaves_the_proxy_as_the_client() {
+        let trusted = TrustedProxies::new(&[ip("127.0.0.1")]);
+        let proxy = ip("127.0.0.1");
+        assert_eq!(trusted.client(proxy, &HeaderMap::new()), proxy);
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["not-an-address"])),
+            proxy
+        );
+        assert_eq!(
+            trusted.client(proxy, &forwarded(&["203.0.113.7, junk"])),
+            proxy
+        );
     }
 }

@@ -172,6 +172,7 @@ impl Application {
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),
             order_ttl_secs: config.order_ttl_secs,
+            trusted_proxies: crate::extract::TrustedProxies::new(&config.trusted_proxies),
             shutdown: crate::shutdown::Shutdown::new(),
         };
         let web = WebSecurity {
@@ -520,6 +521,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         crate::metrics::track,
     ));
     let doc = crate::openapi::Document::new(&doc);
+    let trusted_proxies = state.trusted_proxies.clone();
     let mut app = api.layer(axum::Extension(doc)).with_state(state);
     app = match static_dir {
         // Files of the build output; client-side routes such as /pay/{order_no}
@@ -527,7 +529,8 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         Some(dir) => app.fallback_service(static_files::service(dir)),
         None => app.fallback(|| async { ApiError::NotFound }),
     };
-    app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    app.layer(axum::Extension(trusted_proxies))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
             Arc::new(web.headers),
             web_security::security_headers,

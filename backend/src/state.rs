@@ -34,6 +34,8 @@ pub struct AppState {
     pub public_origin: Arc<str>,
     /// Seconds a new order stays payable.
     pub order_ttl_secs: u64,
+    /// Load balancers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: crate::extract::TrustedProxies,
     /// Serving or draining (`/readyz`).
     pub shutdown: crate::shutdown::Shutdown,
 }

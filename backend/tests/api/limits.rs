@@ -186,3 +186,55 @@ async fn callbacks_are_never_rate_limited() {
     }
     assert_eq!(app.count("payment_ledger").await, 1);
 }
+
+/// Eight wrong passwords for different emails, each from the address
+/// `forwarded(n)` claims in `X-Forwarded-For`; their statuses.
+async fn failures_claiming(
+    app: &crate::helpers::TestApp,
+    forwarded: impl Fn(usize) -> String,
+) -> Vec<u16> {
+    let client = browser_client();
+    let mut statuses = Vec::new();
+    for n in 0..8 {
+        let response = client
+            .post(app.url("/api/session"))
+            .header("x-forwarded-for", forwarded(n))
+            .json(&json!({"email": format!("guess{n}@shop.test"), "password": "x-password-guess"}))
+            .send()
+            .await
+            .expect("sent");
+        statuses.push(response.status().as_u16());
+    }
+    statuses
+}
+
+#[tokio::test]
+async fn a_client_cannot_escape_the_limit_per_address_by_claiming_other_addresses() {
+    // No trusted proxy: X-Forwarded-For is the client's own words.
+    let app = spawn_app_with(|c| c.limits.signin_failures_per_ip = 4).await;
+
+    let statuses = failures_claiming(&app, |n| format!("203.0.113.{n}")).await;
+
+    assert_eq!(&statuses[..4], &[401; 4], "{statuses:?}");
+    assert!(statuses[4..].iter().all(|s| *s == 429), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_limit() {
+    let app = spawn_app_with(|c| {
+        c.limits.signin_failures_per_ip = 4;
+        c.trusted_proxies = vec!["127.0.0.1".parse().expect("an address")];
+    })
+    .await;
+
+    // One client behind the balancer (which appended its address last),
+    // writing whatever it likes to the left of it.
+    let one = failures_claiming(&app, |n| format!("198.51.100.{n}, 203.0.113.7")).await;
+    assert_eq!(&one[..4], &[401; 4], "{one:?}");
+    assert!(one[4..].iter().all(|s| *s == 429), "{one:?}");
+
+    // Another client behind the same balancer is not blocked by the first.
+    let other = failures_claiming(&app, |_| "203.0.113.8".to_owned()).await;
+    assert_eq!(&other[..4], &[401; 4], "{other:?}");
+    assert!(other[4..].iter().all(|s| *s == 429), "{other:?}");
+}
