@@ -105,6 +105,7 @@ fi
 # PostgreSQL usable, HAProxy and Redis Sentinel installed (Debian's packages).
 bash scripts/ensure-services.sh
 set -a; . "${CHECKOUT_SERVICES_DIR:-.services}/env"; set +a
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/checkout}"
 
 say "Connection budget: $instances instance(s) x $per_instance_connections PostgreSQL connections"
 max_connections=$(psql "${DATABASE_URL%/*}/postgres" -Atc "SHOW max_connections")

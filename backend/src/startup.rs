@@ -509,12 +509,25 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
             (state.clone(), BearerKey::Admin),
             bearer::require,
         ));
-    let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(routes::health::healthz))
-        .routes(routes!(routes::health::readyz))
         .merge(metrics)
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .split_for_parts();
+    // The balancer asks /readyz twice a second per instance: it stays out of
+    // the request log and the metrics, where a draining instance's 503s
+    // would read as failures.
+    let (readiness, readiness_doc) = OpenApiRouter::new()
+        .routes(routes!(routes::health::readyz))
+        .split_for_parts();
+    doc.merge(readiness_doc);
+    let headers = Arc::new(web.headers);
+    let readiness = readiness
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&headers),
+            web_security::security_headers,
+        ))
+        .with_state(state.clone());
     // Every route's latency and outcome; after routing, so it knows the route.
     let api = api.route_layer(middleware::from_fn_with_state(
         state.clone(),
@@ -532,7 +545,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     app.layer(axum::Extension(trusted_proxies))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
-            Arc::new(web.headers),
+            headers,
             web_security::security_headers,
         ))
         .layer(TimeoutLayer::with_status_code(
@@ -545,4 +558,5 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
             header::AUTHORIZATION,
             header::HeaderName::from_static(callback_signing::HEADER_SIGNATURE),
         ]))
+        .merge(readiness)
 }
