@@ -4,11 +4,11 @@
 //! same SQL in the same run, and the balancer's own cost per request.
 //!
 //! Only that section is rewritten; the rest of the file is hand-written and
-//! kept, and so is the reading between [`ANALYSIS_BEGIN`] and [`ANALYSIS_END`]
+//! kept, and so is the reading between [`super::ANALYSIS_BEGIN`] and [`super::ANALYSIS_END`]
 //! inside the section.
 
 use super::Results;
-use super::analysis::{ANALYSIS_BEGIN, ANALYSIS_END, kept_analysis};
+use super::analysis::{kept_analysis, kept_block};
 use super::ratios::spread;
 use crate::stats::{NOISY_CORES, RoundRatio, Run, at, quiet_median, round_ratios, rounds_at};
 use anyhow::{Context, bail};
@@ -234,7 +234,7 @@ impl ScaleOut {
             };
             let _ = writeln!(
                 out,
-                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {vs_base} | {vs_pgbench} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {vs_base} | {vs_pgbench} | {} | {} | {} | {} | {} | {} | {:.0} |",
                 run.rate,
                 run.latency.p50_ms,
                 run.latency.p99_ms,
@@ -250,7 +250,7 @@ impl ScaleOut {
                 } else {
                     format!("{:.0}", balancer_us(run))
                 },
-                format!("{:.0}", ours_us(run)),
+                ours_us(run),
             );
         }
         out
@@ -401,16 +401,7 @@ impl Results {
             let _ = writeln!(w);
         }
         let _ = writeln!(w, "### Reading\n");
-        let _ = writeln!(w, "{ANALYSIS_BEGIN}");
-        let _ = writeln!(
-            w,
-            "{}",
-            reading
-                .map(str::trim)
-                .filter(|r| !r.is_empty())
-                .unwrap_or("(not written yet)")
-        );
-        let _ = writeln!(w, "{ANALYSIS_END}\n");
+        kept_block(w, reading);
         let _ = writeln!(w, "### How these figures were produced\n");
         let _ = writeln!(w, "| | |\n|---|---|");
         for (key, value) in self.provenance_rows() {
@@ -452,7 +443,8 @@ impl Results {
     pub fn rewrite_scaling(&self, doc: &str) -> anyhow::Result<String> {
         let (before, section, after) = split_measured(doc)?;
         let body = self.scaling_markdown(kept_analysis(section).as_deref());
-        Ok(format!("{before}\n{}\n{after}", body.trim_end()))
+        let gap = if after.is_empty() { "" } else { "\n" };
+        Ok(format!("{before}\n{}\n{gap}{after}", body.trim_end()))
     }
 }
 
@@ -550,7 +542,7 @@ mod tests {
             .rewrite_scaling(DOC)
             .expect("the heading is there");
         assert!(text.starts_with("# Scaling\n\nIntro.\n\n## Measured\n"));
-        assert!(text.ends_with("\n## Past one machine\n\nLater text.\n"));
+        assert!(text.ends_with(".\n\n## Past one machine\n\nLater text.\n"));
         assert!(!text.contains("MEASURED_PLACEHOLDER"));
         assert!(text.contains("bash scripts/bench.sh --steps scale"));
         assert!(text.contains("HAProxy + 2 backends"));
