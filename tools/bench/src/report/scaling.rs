@@ -205,12 +205,12 @@ impl ScaleOut {
         let base = self.base_instances().unwrap_or(1);
         let _ = writeln!(
             out,
-            "| run ({} clients) | per s | p50 ms | p99 ms | mean ms | errors | / HAProxy + {base} | / pgbench | cores: backends | HAProxy | PostgreSQL | load generator | idle | HAProxy µs/req | all ours µs/req |",
+            "| run ({} clients) | per s | p50 ms | p99 ms | mean ms | errors | / HAProxy + {base} | / pgbench | cores: backends | HAProxy | PostgreSQL | load generator | idle | HAProxy µs/req | all ours µs/req | per WAL flush | WAL flush ms |",
             self.clients
         );
         let _ = writeln!(
             out,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for (label, series, is_pgbench) in self.rows() {
             let Some(run) = at(series, self.clients) else {
@@ -234,7 +234,7 @@ impl ScaleOut {
             };
             let _ = writeln!(
                 out,
-                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {vs_base} | {vs_pgbench} | {} | {} | {} | {} | {} | {} | {:.0} |",
+                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {vs_base} | {vs_pgbench} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {} |",
                 run.rate,
                 run.latency.p50_ms,
                 run.latency.p99_ms,
@@ -251,6 +251,13 @@ impl ScaleOut {
                     format!("{:.0}", balancer_us(run))
                 },
                 ours_us(run),
+                run.wal_per_op()
+                    .filter(|(_, syncs)| *syncs > 0.0)
+                    .map_or("-".into(), |(_, syncs)| format!("{:.1}", 1.0 / syncs)),
+                run.wal
+                    .as_ref()
+                    .and_then(|wal| wal.mean_sync_ms())
+                    .map_or("-".into(), |ms| format!("{ms:.2}")),
             );
         }
         out
@@ -381,7 +388,9 @@ impl Results {
              next to each other (rounds in parentheses, * = noisy: other processes took more \
              than {NOISY_CORES} cores). *cores* are averages over the steady part of the window \
              from /proc (the machine has {}); *all ours µs/req* is the CPU of the load generator, \
-             the backends, HAProxy, PostgreSQL and Redis per request.\n",
+             the backends, HAProxy, PostgreSQL and Redis per request; *per WAL flush* is how many \
+             requests one WAL fsync carried (group commit) and *WAL flush ms* the mean time of one: \
+             the disk's share of commit latency, and a sign of disk noise when it moves between runs.\n",
             scale.clients,
             self.settings.rounds.max(1),
             self.settings.duration_s,
