@@ -11,15 +11,20 @@
 #   bash scripts/bench.sh --rounds 5 --duration 20 # steadier figures
 #   bash scripts/bench.sh --steps new,dup --clients 32,100
 #   bash scripts/bench.sh --db-max-connections 40  # try another backend pool size
+#   bash scripts/bench.sh --steps scale            # scale-out only (about 6 minutes): new callbacks straight to
+#                                                  # one backend and through HAProxy with 1, 2, 3 backends, next
+#                                                  # to pgbench; writes docs/SCALING.md's `## Measured` section
 #   bash scripts/bench.sh --help                   # every option
 #
 # Environment:
 #   BENCH_BUILD_FRONTEND=1   rebuild dist/ (scripts/build-frontend.sh) even when a .wasm is there
+#   CARGO_TARGET_DIR         where cargo builds (and where the binaries are run from); default target/
 #
 # Run it on a quiet machine: the figures are ratios of runs made minutes apart,
 # and the report says how much CPU other processes took during each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
 step() { printf '==> %s\n' "$*"; }
 
 step "Load tools"
@@ -29,6 +34,9 @@ command -v redis-benchmark >/dev/null || missing+=(redis-tools)
 command -v gzip >/dev/null || missing+=(gzip)
 if [[ " $* " == *" --profile "* ]] && ! command -v perf >/dev/null; then
     missing+=(linux-perf)
+fi
+if [[ " $* " =~ [\ ,=]scale[\ ,] ]] && ! command -v haproxy >/dev/null && [[ ! -x /usr/sbin/haproxy ]]; then
+    missing+=(haproxy)
 fi
 if ((${#missing[@]})); then
     echo "    installing ${missing[*]} from Debian's packages"
@@ -58,7 +66,7 @@ platform_args=()
 if [[ " $* " != *" --pay-platform-url "* ]]; then
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     step "Starting platform-sim on 127.0.0.1:$port for pay-now"
-    WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)" target/release/platform-sim \
+    WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)" "$target/release/platform-sim" \
         --bind-addr "127.0.0.1:$port" --processing-delay 1h >/dev/null 2>&1 &
     platform_pid=$!
     trap 'kill $platform_pid 2>/dev/null || true' EXIT
@@ -66,5 +74,5 @@ if [[ " $* " != *" --pay-platform-url "* ]]; then
 fi
 
 step "Running the benchmark"
-target/release/bench --backend-bin target/release/backend \
+"$target/release/bench" --backend-bin "$target/release/backend" \
     --command "bash scripts/bench.sh${*:+ $*}" "${platform_args[@]}" "$@"

@@ -92,6 +92,11 @@ impl OwnedHaproxy {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The `haproxy` process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Its log (HAProxy logs only what went wrong: 5xx, aborts, retries).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("haproxy.log")).unwrap_or_default()

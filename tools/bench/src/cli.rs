@@ -34,7 +34,9 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: u32,
 
-    /// Steps to run.
+    /// Steps to run. `scale` (new callbacks through HAProxy with 1, 2 and 3
+    /// backends, written into docs/SCALING.md) is not among the defaults: it
+    /// adds about 5 minutes; ask for it with `--steps scale`.
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = [Step::New, Step::Duplicate, Step::Pay, Step::Size])]
     pub steps: Vec<Step>,
 
@@ -45,6 +47,17 @@ pub struct Args {
     /// Print the report only; leave the report file alone.
     #[arg(long)]
     pub no_write: bool,
+
+    /// Backend instances behind HAProxy in the `scale` step, one run per count;
+    /// the ratios are to the first count.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 3],
+        value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub instances: Vec<u32>,
+
+    /// Where the `scale` step's figures go: the `## Measured` section of this
+    /// file is rewritten, the rest kept [default: docs/SCALING.md of the workspace].
+    #[arg(long)]
+    pub scaling_output: Option<PathBuf>,
 
     /// PostgreSQL: `own` starts a private cluster (needs the server binaries, and
     /// has room for 100 pgbench clients); or a server URL `postgres://user@host:port`
@@ -114,6 +127,10 @@ pub enum Step {
     Pay,
     /// The page's release .wasm size.
     Size,
+    /// Scale-out: pgbench on the new-callback SQL, then new callbacks straight
+    /// to one backend and through HAProxy with 1, 2 and 3 backends on one
+    /// database, at the focus client count; writes docs/SCALING.md's `## Measured`.
+    Scale,
 }
 
 impl Args {
@@ -127,6 +144,14 @@ impl Args {
             sorted.sort_unstable();
             sorted.get(sorted.len() / 2).copied().unwrap_or(32)
         }
+    }
+
+    /// The `scale` step's instance counts, sorted, without repeats.
+    pub fn instance_counts(&self) -> Vec<usize> {
+        let mut counts: Vec<usize> = self.instances.iter().map(|&n| n as usize).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
     }
 
     /// True when `step` is to run.

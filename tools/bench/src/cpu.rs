@@ -1,6 +1,7 @@
 //! Where the machine's CPU went during a run, from `/proc`: the load generator
-//! (this process and its children such as pgbench), the backend, our PostgreSQL
-//! cluster, and everything else. "Everything else" is the noise: other people's
+//! (this process and its children such as pgbench), the backend (one or more
+//! instances), the balancer in front of them, our PostgreSQL cluster, and
+//! everything else. "Everything else" is the noise: other people's
 //! builds and tests sharing the machine.
 //!
 //! Processes are sampled every 250 ms; a process is charged the CPU it used
@@ -28,8 +29,10 @@ pub struct CpuUse {
     pub busy_cores: f64,
     /// This process and its children other than the backend (pgbench, redis-benchmark).
     pub client_cores: f64,
-    /// The backend process.
+    /// The backend process (every instance, when several run).
     pub backend_cores: f64,
+    /// The balancer (HAProxy) in front of the backends; zero when none runs.
+    pub balancer_cores: f64,
     /// Our PostgreSQL cluster (all its processes); zero when it is not ours.
     pub postgres_cores: f64,
     /// The Redis server the backend uses.
@@ -47,10 +50,12 @@ pub struct CpuUse {
 }
 
 /// The processes whose CPU we can name.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Roots {
-    /// The backend under test.
-    pub backend: Option<u32>,
+    /// The backend under test: one process, or every instance of a scale-out run.
+    pub backends: Vec<u32>,
+    /// The balancers (HAProxy) in front of the backends.
+    pub balancers: Vec<u32>,
     /// The postmaster of our own PostgreSQL cluster.
     pub postmaster: Option<u32>,
     /// The Redis server.
@@ -61,6 +66,7 @@ pub struct Roots {
 enum Class {
     Client,
     Backend,
+    Balancer,
     Postgres,
     Redis,
     Other,
@@ -92,7 +98,7 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
         loop {
             let procs = processes();
             for (&pid, proc) in &procs {
-                let class = classify(pid, &procs, roots);
+                let class = classify(pid, &procs, &roots);
                 // A process born inside the window is charged from zero.
                 let baseline = if initial { proc.ticks } else { 0 };
                 first.entry(pid).or_insert((baseline, class));
@@ -117,9 +123,10 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
         let busy = cores_of(machine_end.busy.saturating_sub(machine_start.busy));
         let irq = cores_of(machine_end.irq.saturating_sub(machine_start.irq));
         let steal = cores_of(machine_end.steal.saturating_sub(machine_start.steal));
-        let (client, backend, postgres, redis) = (
+        let (client, backend, balancer, postgres, redis) = (
             share(Class::Client),
             share(Class::Backend),
+            share(Class::Balancer),
             share(Class::Postgres),
             share(Class::Redis),
         );
@@ -129,10 +136,11 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
             busy_cores: busy,
             client_cores: client,
             backend_cores: backend,
+            balancer_cores: balancer,
             postgres_cores: postgres,
             redis_cores: redis,
             irq_cores: irq,
-            other_cores: (busy - steal - client - backend - postgres - redis).max(0.0),
+            other_cores: (busy - steal - client - backend - balancer - postgres - redis).max(0.0),
             steal_cores: steal,
             context_switches_per_s: machine_end
                 .context_switches
@@ -143,13 +151,16 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
     })
 }
 
-fn classify(pid: u32, procs: &HashMap<u32, Proc>, roots: Roots) -> Class {
+fn classify(pid: u32, procs: &HashMap<u32, Proc>, roots: &Roots) -> Class {
     let me = std::process::id();
     let mut current = pid;
     // Walk up the parents; the first root met decides.
     for _ in 0..64 {
-        if Some(current) == roots.backend {
+        if roots.backends.contains(&current) {
             return Class::Backend;
+        }
+        if roots.balancers.contains(&current) {
+            return Class::Balancer;
         }
         if Some(current) == roots.postmaster {
             return Class::Postgres;

@@ -11,6 +11,11 @@ pub const ANALYSIS_END: &str = "<!-- end of analysis -->";
 /// The "Analysis" section: the kept text, or a placeholder.
 pub(super) fn analysis_section(w: &mut String, analysis: Option<&str>) {
     let _ = writeln!(w, "## Analysis\n");
+    kept_block(w, analysis);
+}
+
+/// The kept text (or a placeholder) between the markers.
+pub(super) fn kept_block(w: &mut String, analysis: Option<&str>) {
     let _ = writeln!(w, "{ANALYSIS_BEGIN}");
     let _ = writeln!(
         w,

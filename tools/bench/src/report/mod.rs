@@ -1,5 +1,6 @@
 //! The figures of one benchmark run, the targets they are held to, and the
-//! Markdown report (`docs/BENCHMARKS.md`).
+//! Markdown report (`docs/BENCHMARKS.md`; the scale-out step's figures go to
+//! `docs/SCALING.md`).
 //!
 //! The report is regenerated whole on every run except the part between
 //! [`ANALYSIS_BEGIN`] and [`ANALYSIS_END`]: the written analysis is kept.
@@ -17,7 +18,8 @@
 //! - `comparison.rs`: the rate and latency tables next to pgbench and Redis;
 //! - `cpu_and_noise.rs`: where the CPU went, the other processes' share, profiles;
 //! - `database.rs`: database time per statement, and plans;
-//! - `analysis.rs`: the hand-written part that survives a rewrite.
+//! - `analysis.rs`: the hand-written part that survives a rewrite;
+//! - `scaling.rs`: the scale-out figures and `docs/SCALING.md`'s `## Measured` section.
 
 mod analysis;
 mod comparison;
@@ -27,9 +29,11 @@ mod document;
 mod provenance;
 mod ratios;
 mod results;
+mod scaling;
 mod summary;
 mod targets;
 
 pub use analysis::{ANALYSIS_BEGIN, ANALYSIS_END, kept_analysis};
 pub use results::{Results, Settings, StatementBreakdown};
+pub use scaling::{Balanced, MEASURED_HEADING, ScaleOut, write_scaling};
 pub use targets::{Target, limits};

@@ -14,8 +14,22 @@ impl Results {
         let _ = writeln!(w, "## How these figures were produced\n");
         let _ = writeln!(w, "```sh\n{}\n```\n", self.command);
         let _ = writeln!(w, "| | |\n|---|---|");
+        for (key, value) in self.provenance_rows() {
+            let _ = writeln!(w, "| {key} | {value} |");
+        }
+        let _ = writeln!(w, "\n**Noise:** {}.\n", self.noise_summary());
+        for note in &self.notes {
+            let _ = writeln!(w, "- Note: {note}");
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(w);
+        }
+    }
+
+    /// The facts of the run as (key, value) rows: the machine, PostgreSQL, the options.
+    pub(super) fn provenance_rows(&self) -> Vec<(&'static str, String)> {
         let m = &self.machine;
-        let rows = [
+        vec![
             ("date (UTC)", self.started_at.clone()),
             ("commit", self.commit.clone()),
             ("compiler", self.rustc.clone()),
@@ -73,16 +87,6 @@ impl Results {
                 }),
             ),
             ("whole benchmark", format!("{:.0} s", self.elapsed_s)),
-        ];
-        for (key, value) in rows {
-            let _ = writeln!(w, "| {key} | {value} |");
-        }
-        let _ = writeln!(w, "\n**Noise:** {}.\n", self.noise_summary());
-        for note in &self.notes {
-            let _ = writeln!(w, "- Note: {note}");
-        }
-        if !self.notes.is_empty() {
-            let _ = writeln!(w);
-        }
+        ]
     }
 }

@@ -4,6 +4,7 @@
 //! [`Results`] and [`Settings`] fill a missing field with its default, so a
 //! `results.json` from an older run still reads back after a field is added.
 
+use super::ScaleOut;
 use crate::machine::{Machine, WasmSize};
 use crate::postgres::{ServerSettings, StatementTime};
 use crate::stats::Run;
@@ -102,6 +103,21 @@ pub struct Results {
     pub profiles: Vec<(String, String)>,
     /// The generated pgbench scripts.
     pub scripts: Vec<(String, String)>,
+    /// The scale-out step: HAProxy with 1, 2, 3 backends (docs/SCALING.md).
+    pub scale: Option<ScaleOut>,
     /// Things a reader must know (ran out of requests, a step skipped, ...).
     pub notes: Vec<String>,
+}
+
+impl Results {
+    /// True when the run measured anything `docs/BENCHMARKS.md` shows (a
+    /// scale-out-only run does not, and leaves that file alone).
+    pub fn has_benchmarks(&self) -> bool {
+        !(self.new_pgbench.is_empty()
+            && self.new_backend.is_empty()
+            && self.dup_pgbench.is_empty()
+            && self.dup_backend.is_empty()
+            && self.pay.is_empty()
+            && self.wasm.is_none())
+    }
 }

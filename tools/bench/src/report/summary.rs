@@ -9,6 +9,20 @@ impl Results {
     /// The summary printed at the end of a run.
     pub fn summary(&self) -> String {
         let mut out = String::new();
+        if let Some(scale) = &self.scale {
+            let _ = writeln!(out, "\nScale-out:\n\n{}", scale.table());
+            if let Some(cost) = scale.balancer_cost() {
+                let _ = writeln!(out, "{cost}\n");
+            }
+            let _ = writeln!(
+                out,
+                "Noise (scale-out): {}",
+                scale.noise_summary(self.machine.cores)
+            );
+            if !self.has_benchmarks() {
+                return out;
+            }
+        }
         let _ = writeln!(out, "\n{}", self.comparison_table());
         let _ = writeln!(out, "Targets:");
         for target in self.targets() {

@@ -18,6 +18,29 @@ impl Bench {
         name: &str,
         callback_delay_ms: u64,
     ) -> anyhow::Result<SocketAddr> {
+        let env = self.backend_env(name, callback_delay_ms);
+        let log = self.work.join(format!("backend-{name}.log"));
+        let process = BackendProcess::start(&self.backend_bin, env, log).await?;
+        let addr: SocketAddr = process
+            .url()
+            .trim_start_matches("http://")
+            .parse()
+            .context("backend address")?;
+        self.roots.backends = process.pid().into_iter().collect();
+        say(format!(
+            "    backend pid {} on {addr} ({}), RUST_LOG=warn",
+            process.pid().unwrap_or(0),
+            self.backend_bin.display()
+        ));
+        self.backend = Some((process, addr));
+        Ok(addr)
+    }
+
+    /// The environment of a backend for phase `name`: the backend's database,
+    /// our Redis prefix, the signing secret, no rate limits, the pool size
+    /// asked for; the sandbox platform except for pay now with a platform URL.
+    /// Every instance of the scale-out step gets the same.
+    pub(super) fn backend_env(&self, name: &str, callback_delay_ms: u64) -> Vec<(String, String)> {
         let admin: [u8; 16] = rand::random();
         let mut env = vec![
             (
@@ -74,21 +97,7 @@ impl Bench {
             }
             _ => env.push((backend::env::PLATFORM.to_owned(), "sandbox".to_owned())),
         }
-        let log = self.work.join(format!("backend-{name}.log"));
-        let process = BackendProcess::start(&self.backend_bin, env, log).await?;
-        let addr: SocketAddr = process
-            .url()
-            .trim_start_matches("http://")
-            .parse()
-            .context("backend address")?;
-        self.roots.backend = process.pid();
-        say(format!(
-            "    backend pid {} on {addr} ({}), RUST_LOG=warn",
-            process.pid().unwrap_or(0),
-            self.backend_bin.display()
-        ));
-        self.backend = Some((process, addr));
-        Ok(addr)
+        env
     }
 
     /// The running backend's address, starting the callbacks' backend if none runs.
@@ -110,7 +119,7 @@ impl Bench {
                 self.results.peak_rss_kib.push((phase.to_owned(), kib));
             }
             process.terminate();
-            self.roots.backend = None;
+            self.roots.backends.clear();
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - `setup.rs`: checks, the private cluster, the databases, the run's facts;
 //! - `new_callbacks.rs`, `duplicate_storm.rs`, `pay_now.rs`, `page_size.rs`: the
 //!   steps, one file each (the two callback steps share `callback_rounds.rs`);
+//! - `scale_out.rs`: the scale-out step (HAProxy with 1, 2, 3 backends on one database);
 //! - `backend.rs`: starting and stopping the backend process;
 //! - `windows.rs`: what runs beside every measured window (HTTP workers, CPU and
 //!   WAL accounting, `pg_stat_statements`);
@@ -21,6 +22,7 @@ mod page_size;
 mod pay_now;
 mod plan;
 mod report_file;
+mod scale_out;
 mod setup;
 mod windows;
 
@@ -119,6 +121,9 @@ impl Bench {
         }
         if self.args.runs(Step::Size) {
             self.step_size()?;
+        }
+        if self.args.runs(Step::Scale) {
+            self.step_scale().await?;
         }
         Ok(())
     }

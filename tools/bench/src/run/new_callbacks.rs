@@ -14,6 +14,7 @@ use crate::pgbench::{self, CallbackPath};
 use crate::stats::Run;
 use crate::{explain, profile};
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -74,7 +75,9 @@ impl Bench {
             Duration::from_secs(seconds),
         )?;
         self.backend_new(focus, seconds, false).await?;
-        let text = recording.finish(self.roots.backend).await?;
+        let text = recording
+            .finish(self.roots.backends.first().copied())
+            .await?;
         self.results
             .profiles
             .push((format!("backend, new callbacks, {focus} clients"), text));
@@ -120,6 +123,18 @@ impl Bench {
         measured: bool,
     ) -> anyhow::Result<Run> {
         let addr = self.backend_addr().await?;
+        self.backend_new_at(addr, clients, seconds, measured).await
+    }
+
+    /// One run of new callbacks sent to `addr` (a backend, or a balancer in
+    /// front of backends on the backend's database), signed before the window opens.
+    pub(super) async fn backend_new_at(
+        &mut self,
+        addr: SocketAddr,
+        clients: usize,
+        seconds: u64,
+        measured: bool,
+    ) -> anyhow::Result<Run> {
         let need = self.stock_orders(seconds, clients).await?;
         let base = self.http_stock.next();
         let per_worker = (need as usize).div_ceil(clients);

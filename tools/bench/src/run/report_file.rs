@@ -1,12 +1,13 @@
-//! The two files a run leaves: its raw figures (`results.json` in the work
-//! folder) and the Markdown report (`docs/BENCHMARKS.md`).
+//! The files a run leaves: its raw figures (`results.json` in the work
+//! folder) and the Markdown report (`docs/BENCHMARKS.md`, and for the
+//! scale-out step `docs/SCALING.md`'s `## Measured` section).
 //!
 //! The raw figures are what `--report-from` reads back, so a change to the
 //! report's layout does not need a new measurement.
 
 use super::say;
 use crate::cli::Args;
-use crate::report::{Results, kept_analysis};
+use crate::report::{Results, kept_analysis, write_scaling};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -25,9 +26,25 @@ pub(super) fn save_results(work: &Path, results: &Results) -> anyhow::Result<Pat
     Ok(file)
 }
 
-/// Writes the Markdown report, keeping the analysis of the one it replaces.
+/// Writes the Markdown report, keeping the analysis of the one it replaces,
+/// when the run measured anything it shows; and the scale-out figures into
+/// `docs/SCALING.md`'s `## Measured` section, when that step ran.
 pub(super) fn write_report(args: &Args, root: &Path, results: &Results) -> anyhow::Result<()> {
     if args.no_write {
+        return Ok(());
+    }
+    if results.scale.is_some() {
+        let scaling = args
+            .scaling_output
+            .clone()
+            .unwrap_or_else(|| root.join("docs/SCALING.md"));
+        write_scaling(&scaling, results)?;
+        say(format!(
+            "==> Wrote the measured section of {}",
+            scaling.display()
+        ));
+    }
+    if !results.has_benchmarks() {
         return Ok(());
     }
     let output = args

@@ -43,7 +43,7 @@ impl Bench {
             work.display()
         ));
 
-        let needs_backend = [Step::New, Step::Duplicate, Step::Pay]
+        let needs_backend = [Step::New, Step::Duplicate, Step::Pay, Step::Scale]
             .iter()
             .any(|&s| args.runs(s));
         let backend_bin = args
@@ -61,6 +61,9 @@ impl Bench {
         }
         if args.runs(Step::Pay) {
             require_tool("redis-benchmark", "redis-tools").await?;
+        }
+        if args.runs(Step::Scale) && !haproxy_installed() {
+            bail!("haproxy is not installed: apt-get install -y haproxy (scripts/bench.sh does)");
         }
 
         let mut server = if args.postgres == "own" {
@@ -118,7 +121,8 @@ impl Bench {
         ));
 
         let roots = cpu::Roots {
-            backend: None,
+            backends: Vec::new(),
+            balancers: Vec::new(),
             postmaster: server.postmaster_pid(),
             redis: cpu::find_redis_server(redis.port),
         };
@@ -177,6 +181,16 @@ fn experiments(args: &Args) -> Vec<String> {
         ));
     }
     out
+}
+
+/// `haproxy` on `PATH` or where Debian's package puts it (`/usr/sbin`, not on every user's `PATH`).
+fn haproxy_installed() -> bool {
+    ["haproxy", "/usr/sbin/haproxy"].iter().any(|program| {
+        std::process::Command::new(program)
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 async fn require_tool(name: &str, package: &str) -> anyhow::Result<()> {

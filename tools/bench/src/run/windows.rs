@@ -59,7 +59,7 @@ impl Bench {
         let tail = Duration::from_millis(300).min(window / 4);
         let (from, to) = (start + lead, start + window - tail);
         Watch {
-            cpu: cpu::watch(self.roots, from, to),
+            cpu: cpu::watch(self.roots.clone(), from, to),
             wal: postgres::watch_wal(self.pg_pool.clone(), from, to),
         }
     }
