@@ -56,6 +56,37 @@ async fn stored_binding(url: &str, key: &str) -> Option<String> {
         .expect("GET")
 }
 
+/// Asks for a request token for `order_no` every 100 ms until one is issued:
+/// each try answers within [`FAIL_FAST`], either 201 or 503
+/// `TOKEN_STORE_UNAVAILABLE` with `Retry-After`, and a token comes within
+/// [`FAILOVER_TIMEOUT`] of `since`. Returns it and how many tries got 503.
+async fn issue_until_created(app: &TestApp, order_no: &str, since: Instant) -> (Uuid, usize) {
+    let mut unavailable = 0;
+    loop {
+        let sent = Instant::now();
+        let issue = app.post_request_token(order_no).await;
+        let took = sent.elapsed();
+        assert!(took < FAIL_FAST, "a token request took {took:?}");
+        match issue.status() {
+            StatusCode::CREATED => {
+                let body: api_types::api::RequestToken = issue.json().await.expect("token body");
+                return (body.request_token, unavailable);
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(issue.headers().contains_key("retry-after"));
+                assert_eq!(error_code(issue).await, "TOKEN_STORE_UNAVAILABLE");
+                unavailable += 1;
+            }
+            other => panic!("a token request answered {other}"),
+        }
+        assert!(
+            since.elapsed() < FAILOVER_TIMEOUT,
+            "token issue did not recover within {FAILOVER_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_backend_starts_while_every_sentinel_is_down_and_answers_503_fast() {
     let down: Vec<String> = (0..3)
@@ -120,33 +151,7 @@ async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_mean
 
     // While the failover runs every issue fails fast with 503, until the
     // promoted replica answers; the same backend, never restarted.
-    let mut unavailable = 0;
-    let fresh = loop {
-        let sent = Instant::now();
-        let issue = app.post_request_token(&second.order_no).await;
-        let took = sent.elapsed();
-        assert!(
-            took < FAIL_FAST,
-            "an issue took {took:?} during the failover"
-        );
-        match issue.status() {
-            StatusCode::CREATED => {
-                let body: api_types::api::RequestToken = issue.json().await.expect("token body");
-                break body.request_token;
-            }
-            StatusCode::SERVICE_UNAVAILABLE => {
-                assert!(issue.headers().contains_key("retry-after"));
-                assert_eq!(error_code(issue).await, "TOKEN_STORE_UNAVAILABLE");
-                unavailable += 1;
-            }
-            other => panic!("issue answered {other} during the failover"),
-        }
-        assert!(
-            killed_at.elapsed() < FAILOVER_TIMEOUT,
-            "token issue did not recover within {FAILOVER_TIMEOUT:?} of the kill"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (fresh, unavailable) = issue_until_created(&app, &second.order_no, killed_at).await;
     let recovered_after = killed_at.elapsed();
     let promoted = group
         .wait_for_failover(FAILOVER_TIMEOUT)
@@ -305,31 +310,7 @@ async fn a_graceful_sentinel_failover_demoting_the_primary_is_followed_and_keeps
         .expect("the sentinels promote the replica");
     assert_ne!(promoted, demoted);
 
-    let started = Instant::now();
-    let fresh = loop {
-        let sent = Instant::now();
-        let issue = app.post_request_token(&second.order_no).await;
-        let took = sent.elapsed();
-        assert!(
-            took < FAIL_FAST,
-            "an issue took {took:?} after the failover"
-        );
-        match issue.status() {
-            StatusCode::CREATED => {
-                let body: api_types::api::RequestToken = issue.json().await.expect("token body");
-                break body.request_token;
-            }
-            StatusCode::SERVICE_UNAVAILABLE => {
-                assert_eq!(error_code(issue).await, "TOKEN_STORE_UNAVAILABLE");
-            }
-            other => panic!("issue answered {other} after the failover"),
-        }
-        assert!(
-            started.elapsed() < FAILOVER_TIMEOUT,
-            "token issue did not follow the demotion within {FAILOVER_TIMEOUT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (fresh, _) = issue_until_created(&app, &second.order_no, Instant::now()).await;
     let promoted_url = format!("redis://127.0.0.1:{promoted}");
     assert!(
         stored_binding(&promoted_url, &token_key(&app, fresh))
