@@ -124,8 +124,9 @@ cargo build --release --locked -p backend -p platform-sim
 SKIP_BROWSER=1 bash scripts/build-frontend.sh
 
 say "Redis primary :${redis_ports[0]}, replica :${redis_ports[1]}, Sentinels :${sentinel_ports[*]}"
-start redis-primary redis-server --port "${redis_ports[0]}" --bind 127.0.0.1 --save "" --appendonly no
-start redis-replica redis-server --port "${redis_ports[1]}" --bind 127.0.0.1 --save "" --appendonly no \
+# --dir: a replica's full sync writes an RDB file even with persistence off; it goes under $dir.
+start redis-primary redis-server --port "${redis_ports[0]}" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir"
+start redis-replica redis-server --port "${redis_ports[1]}" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
     --replicaof 127.0.0.1 "${redis_ports[0]}"
 wait_for "Redis" "redis-cli -p ${redis_ports[0]} ping"
 for n in 1 2 3; do
