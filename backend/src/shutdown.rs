@@ -130,7 +130,9 @@ pub async fn follow_signals(shutdown: Shutdown) {
     }
 }
 
-/// Moves to [`Phase::Stopping`] `drain` after the drain began (or earlier, on a second signal).
+/// Moves to [`Phase::Stopping`] `drain` after the drain began (or earlier, on
+/// a second signal); returns once the phase is [`Phase::Stopping`]: the serve
+/// loop's signal to close its listener.
 pub async fn stop_after_drain(shutdown: Shutdown, drain: Duration) {
     shutdown.reached(Phase::Draining).await;
     tracing::info!(

@@ -276,11 +276,8 @@ impl Application {
             max_connections: MAX_CONNECTIONS,
             shutdown_deadline: deadline,
         };
-        tokio::spawn(crate::shutdown::stop_after_drain(stop.clone(), drain));
-        let stopping = {
-            let stop = stop.clone();
-            async move { stop.reached(crate::shutdown::Phase::Stopping).await }
-        };
+        // The listener closes once the drain is over (or at a second signal).
+        let stopping = crate::shutdown::stop_after_drain(stop.clone(), drain);
         let server = serve::serve(self.listener, self.router, limits, stopping);
         let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
         let serving = async {
