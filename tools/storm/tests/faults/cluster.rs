@@ -6,7 +6,7 @@
 //! shoppers pay other orders through the balancer, retrying as the page does.
 //! Each ends with the invariant checker and one charge per order.
 
-use crate::rig::{Binary, Platform, Rig, RigOptions, order_nos};
+use crate::rig::{Binary, PayStep, Platform, Pressed, Rig, RigOptions, order_nos, press_pay_now};
 use api_types::Currency;
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -222,87 +222,19 @@ async fn deliver(sender: &Sender, callback: &Callback, log: &Log) -> bool {
     false
 }
 
-fn answer_of(result: &Result<reqwest::Response, reqwest::Error>) -> Answer {
-    match result {
-        Ok(response) => Answer::Status(response.status().as_u16()),
-        Err(_) => Answer::NoAnswer,
-    }
-}
-
-/// Pays `order_no` as the page does: a request token, then pay with it. A 5xx
-/// or no answer is retried with the same token after 200 ms; a token the
-/// failure lost (409 `TOKEN_INVALID` after a failed try) is replaced by a new one.
+/// Presses "Pay now" as the page does ([`press_pay_now`]), logging each answer;
+/// the payment id once accepted.
 async fn pay(url: &str, shopper: &Shopper, order_no: &str, log: &Log) -> anyhow::Result<Uuid> {
-    let started = Instant::now();
-    let retry = || async {
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(60),
-            "gave up on {order_no} after a minute"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        Ok(())
-    };
-    'token: loop {
-        let sent = shopper
-            .client
-            .post(format!("{url}/api/orders/{order_no}/request-token"))
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await;
-        let answer = answer_of(&sent);
-        log.push(Step::Token, answer);
-        let token = match sent {
-            Ok(response) if response.status().is_success() => {
-                let body: Value = response.json().await?;
-                body["request_token"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| anyhow::anyhow!("no request_token in {body}"))?
-            }
-            Ok(response) if response.status().is_client_error() => {
-                anyhow::bail!("token for {order_no}: {}", response.status())
-            }
-            _ => {
-                retry().await?;
-                continue 'token;
-            }
+    let record = |step, answer| {
+        let step = match step {
+            PayStep::Token => Step::Token,
+            PayStep::Pay => Step::Pay,
         };
-        let mut failed_before = false;
-        loop {
-            let sent = shopper
-                .client
-                .post(format!("{url}/api/orders/{order_no}/pay"))
-                .timeout(Duration::from_secs(5))
-                .json(&json!({ "request_token": token }))
-                .send()
-                .await;
-            log.push(Step::Pay, answer_of(&sent));
-            match sent {
-                Ok(response) if response.status() == reqwest::StatusCode::ACCEPTED => {
-                    let body: Value = response.json().await?;
-                    let id = body["payment_id"]
-                        .as_str()
-                        .ok_or_else(|| anyhow::anyhow!("no payment_id in {body}"))?;
-                    return Ok(Uuid::parse_str(id)?);
-                }
-                Ok(response)
-                    if response.status() == reqwest::StatusCode::CONFLICT && failed_before =>
-                {
-                    // The failed try consumed the token but made no attempt.
-                    retry().await?;
-                    continue 'token;
-                }
-                Ok(response) if response.status().is_client_error() => {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    anyhow::bail!("pay for {order_no}: {status} {body}")
-                }
-                _ => {
-                    failed_before = true;
-                    retry().await?;
-                }
-            }
-        }
+        log.push(step, answer);
+    };
+    match press_pay_now(&shopper.client, url, order_no, record).await? {
+        Pressed::Accepted(payment_id) => Ok(payment_id),
+        Pressed::NotPayable => anyhow::bail!("{order_no} was no longer payable"),
     }
 }
 

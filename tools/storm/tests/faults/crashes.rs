@@ -1,10 +1,11 @@
 //! The backend dies (crash points = kill -9 at a chosen line, plus kill -9 from
 //! outside at random moments) or freezes, while the platform keeps retrying.
 
-use crate::rig::{ADMIN, Binary, Platform, Rig, RigOptions, failures, order_nos, seeds};
+use crate::rig::{
+    ADMIN, Binary, Platform, Rig, RigOptions, failures, order_nos, press_pay_now, seeds,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -106,44 +107,12 @@ async fn kill_9_during_pay_now_leaves_no_order_stuck_and_none_charged_twice() {
     let supervisor = rig.supervise(stop.clone());
     let http = rig.shopper_http().await;
 
-    // A shopper per order: get a token, press Pay, retry the same token on
-    // network failure, get a fresh token when told the token is invalid.
+    // A shopper per order, pressing "Pay now" as the page does: the same
+    // token again on a network failure, a fresh one when told the token is
+    // invalid; an order paid meanwhile counts as submitted.
     let shoppers = orders.iter().map(|order| {
         let (http, url) = (http.clone(), rig.url().to_owned());
-        async move {
-            for _ in 0..60 {
-                let token = match http
-                    .post(format!("{url}/api/orders/{order}/request-token"))
-                    .send()
-                    .await
-                {
-                    Ok(r) if r.status() == 201 => r
-                        .json::<Value>()
-                        .await
-                        .ok()
-                        .map(|b| b["request_token"].clone()),
-                    Ok(r) if r.status() == 409 => return true, // no longer payable: it was paid
-                    _ => None,
-                };
-                let Some(token) = token else {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                };
-                for _ in 0..5 {
-                    match http
-                        .post(format!("{url}/api/orders/{order}/pay"))
-                        .json(&serde_json::json!({"request_token": token}))
-                        .send()
-                        .await
-                    {
-                        Ok(r) if r.status() == 202 => return true,
-                        Ok(r) if r.status() == 409 => break,
-                        _ => tokio::time::sleep(Duration::from_millis(200)).await,
-                    }
-                }
-            }
-            false
-        }
+        async move { press_pay_now(&http, &url, order, |_, _| {}).await.is_ok() }
     });
     let submitted = futures::future::join_all(shoppers).await;
     assert!(

@@ -416,6 +416,113 @@ pub fn order_nos(orders: &[PaidOrder]) -> Vec<String> {
     orders.iter().map(|o| o.order_no.clone()).collect()
 }
 
+/// A step of pressing "Pay now": asking for a request token, or paying with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayStep {
+    /// `POST /api/orders/{order}/request-token`.
+    Token,
+    /// `POST /api/orders/{order}/pay`.
+    Pay,
+}
+
+/// Where pressing "Pay now" ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressed {
+    /// The pay was accepted (202, first or replayed): our payment id.
+    Accepted(Uuid),
+    /// Asking for a token answered 409: the order is final (paid meanwhile).
+    NotPayable,
+}
+
+/// Presses "Pay now" on `order_no` as the page does, signed in by `http`: a
+/// request token, then pay with it. A 5xx or no answer is retried after
+/// 200 ms with the same token; a 409 after such a failure (the failed try used
+/// the token up but made no attempt: `TOKEN_INVALID`) gets a new token. Any
+/// other 4xx is an error, and so is a minute without an accepted pay. Every
+/// answer goes to `record`. Each request waits at most 5 s, as a browser's
+/// fetch would before the page retries.
+pub async fn press_pay_now(
+    http: &reqwest::Client,
+    url: &str,
+    order_no: &str,
+    record: impl Fn(PayStep, Answer),
+) -> anyhow::Result<Pressed> {
+    let started = tokio::time::Instant::now();
+    let retry = || async {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "gave up on {order_no} after a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok(())
+    };
+    let answer_of = |sent: &Result<reqwest::Response, reqwest::Error>| match sent {
+        Ok(response) => Answer::Status(response.status().as_u16()),
+        Err(_) => Answer::NoAnswer,
+    };
+    'token: loop {
+        let sent = http
+            .post(format!("{url}/api/orders/{order_no}/request-token"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        record(PayStep::Token, answer_of(&sent));
+        let token = match sent {
+            Ok(response) if response.status().is_success() => {
+                let body: serde_json::Value = response.json().await?;
+                body["request_token"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| anyhow::anyhow!("no request_token in {body}"))?
+            }
+            Ok(response) if response.status() == reqwest::StatusCode::CONFLICT => {
+                return Ok(Pressed::NotPayable);
+            }
+            Ok(response) if response.status().is_client_error() => {
+                anyhow::bail!("token for {order_no}: {}", response.status())
+            }
+            _ => {
+                retry().await?;
+                continue 'token;
+            }
+        };
+        let mut failed_before = false;
+        loop {
+            let sent = http
+                .post(format!("{url}/api/orders/{order_no}/pay"))
+                .timeout(Duration::from_secs(5))
+                .json(&serde_json::json!({ "request_token": token }))
+                .send()
+                .await;
+            record(PayStep::Pay, answer_of(&sent));
+            match sent {
+                Ok(response) if response.status() == reqwest::StatusCode::ACCEPTED => {
+                    let body: serde_json::Value = response.json().await?;
+                    let id = body["payment_id"]
+                        .as_str()
+                        .ok_or_else(|| anyhow::anyhow!("no payment_id in {body}"))?;
+                    return Ok(Pressed::Accepted(Uuid::parse_str(id)?));
+                }
+                Ok(response)
+                    if response.status() == reqwest::StatusCode::CONFLICT && failed_before =>
+                {
+                    retry().await?;
+                    continue 'token;
+                }
+                Ok(response) if response.status().is_client_error() => {
+                    let status = response.status();
+                    let body = response.text().await.unwrap_or_default();
+                    anyhow::bail!("pay for {order_no}: {status} {body}")
+                }
+                _ => {
+                    failed_before = true;
+                    retry().await?;
+                }
+            }
+        }
+    }
+}
+
 /// Counts answers that are not 2xx (5xx or no answer: the platform will retry).
 pub fn failures(answers: &[Answer]) -> usize {
     answers.iter().filter(|a| !a.is_success()).count()
