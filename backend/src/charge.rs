@@ -1,8 +1,20 @@
-//! The one transaction that applies a payment result callback, exactly once.
+//! Applying a payment result callback, exactly once.
+//!
+//! Every callback starts with one statement (`sql/callback/charge_in_one.sql`,
+//! [`callbacks::first_statement`]): data-modifying CTEs that
+//! - find the callback id; a duplicate is logged and answered by this statement
+//!   alone, a reused id with another body goes on to the conflict path;
+//! - otherwise, for the common case only (a new `payment.succeeded` naming the
+//!   attempt of a PENDING order, same amount and currency, the hold in place),
+//!   lock order and account, claim the id, write the CHARGE ledger row, mark the
+//!   order PAID, charge the balance and capture the hold, settle the attempt and
+//!   log the delivery, all or nothing (`checkout_assert` fails the statement if
+//!   a write that must follow the ledger row did not happen).
+//!
+//! Anything else writes nothing there and goes to the general transaction,
+//! where the pure [`decide`] rules on the locked order:
 //!
 //! ```text
-//! SELECT payment_callbacks WHERE callback_id        -- seen before? a duplicate is logged
-//!                                                   -- and answered by this one statement
 //! BEGIN
 //!   SELECT order JOIN account ... FOR UPDATE        -- one delivery per order at a time
 //!   (amount/currency check)                         -- mismatch: anomaly, 422
@@ -14,14 +26,16 @@
 //!   INSERT callback_deliveries
 //! COMMIT                                             -- only then answer 200
 //! ```
-//! Any failure rolls the whole transaction back, so a crash at any point leaves
-//! either all of ledger row, status change and deduction, or none of them; the
-//! platform's retry then finds either "duplicate" or a clean slate.
+//! The one statement charges only where [`decide`] says `Charge`
+//! (`tests/api/one_statement.rs` feeds both paths the same cases and compares
+//! every row they write). Either way a crash leaves all of ledger row, status
+//! change and deduction, or none of them; the platform's retry then finds
+//! either "duplicate" or a clean slate.
 
 use crate::db::accounts;
 use crate::db::anomalies;
 use crate::db::attempts;
-use crate::db::callbacks::{self, NewCallback};
+use crate::db::callbacks::{self, FirstLook, NewCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
@@ -52,8 +66,24 @@ impl CallbackSql {
     }
 }
 
-/// A new `payment.succeeded` callback for a PENDING order with enough balance.
+/// A new `payment.succeeded` for a PENDING order with its hold: one statement.
 pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
+    before_tx: &[callbacks::CHARGE_IN_ONE_SQL],
+    in_tx: &[],
+};
+
+/// A duplicate delivery: the same first statement finds the callback id and logs the delivery.
+pub const DUPLICATE_SQL: CallbackSql = CallbackSql {
+    before_tx: &[callbacks::CHARGE_IN_ONE_SQL],
+    in_tx: &[],
+};
+
+/// The same work as [`NEW_CHARGE_SQL`] done by the general path, statement by
+/// statement: the duplicate lookup, then the transaction [`apply_in_tx`] runs
+/// for a new success. What the handler ran for every new callback before the
+/// one statement, and still runs for every case that statement leaves alone;
+/// the benchmark replays it one round trip per statement and pipelined.
+pub const GENERAL_CHARGE_SQL: CallbackSql = CallbackSql {
     before_tx: &[callbacks::SEEN_SQL],
     in_tx: &[
         orders::LOCK_WITH_ACCOUNT_SQL,
@@ -66,8 +96,8 @@ pub const NEW_CHARGE_SQL: CallbackSql = CallbackSql {
     ],
 };
 
-/// A duplicate delivery: one statement finds the callback id and logs the delivery.
-pub const DUPLICATE_SQL: CallbackSql = CallbackSql {
+/// The least a duplicate can cost: one statement that finds the id and logs the delivery.
+pub const DUPLICATE_LOOKUP_SQL: CallbackSql = CallbackSql {
     before_tx: &[callbacks::SEEN_SQL],
     in_tx: &[],
 };
@@ -244,10 +274,73 @@ pub async fn apply_callback(
         tracing::Span::current().record("payment_id", payment_id);
     }
     faults::crash_point("callback.before_tx");
+    let started = std::time::Instant::now();
+    match first_statement(db, callback).await? {
+        FirstLook::Charged => {
+            crate::metrics::charge_transaction(started);
+            faults::crash_point("callback.after_commit");
+            record_outcome(CallbackOutcome::Charged);
+            tracing::info!(
+                outcome = CallbackOutcome::Charged.as_str(),
+                "callback applied"
+            );
+            Ok(CallbackAck {
+                code: "SUCCESS".into(),
+                duplicate: false,
+            })
+        }
+        FirstLook::Seen(seen) => answer_seen(db, callback, seen).await,
+        FirstLook::Undecided => apply_in_new_tx(db, callback).await,
+    }
+}
+
+/// The general path alone, as the handler ran it before the one statement: a
+/// seen id is answered, anything else goes through [`apply_in_tx`] and
+/// [`decide`]. The handler takes it for every case the first statement leaves
+/// alone; `tests/api/one_statement.rs` compares the two.
+pub async fn apply_callback_general(
+    db: &PgPool,
+    callback: &VerifiedCallback,
+) -> Result<CallbackAck, ApiError> {
     if let Some(ack) = answer_if_seen(db, callback).await? {
         return Ok(ack);
     }
+    apply_in_new_tx(db, callback).await
+}
 
+/// Runs [`callbacks::first_statement`]. In builds with crash points it runs in
+/// a transaction of its own, so `callback.in_tx` can kill the process with
+/// every row written and nothing committed, as it does in the general path.
+async fn first_statement(db: &PgPool, callback: &VerifiedCallback) -> Result<FirstLook, ApiError> {
+    let data = &callback.event.data;
+    let incoming = callbacks::Incoming {
+        callback_id: &callback.callback_id,
+        order_no: &data.order_no,
+        event_type: callback.event.kind,
+        body_sha256: &callback.body_sha256,
+        payment_id: &data.payment_id,
+        merchant_reference: data.merchant_reference.as_deref(),
+        amount_cents: data.amount_cents,
+        currency: data.currency.as_str(),
+    };
+    if cfg!(feature = "fault-injection") {
+        let mut tx = db.begin().await?;
+        let look = callbacks::first_statement(&mut *tx, &incoming).await?;
+        if matches!(look, FirstLook::Charged) {
+            faults::crash_point("callback.in_tx");
+        }
+        tx.commit().await?;
+        Ok(look)
+    } else {
+        Ok(callbacks::first_statement(db, &incoming).await?)
+    }
+}
+
+/// The general transaction for a callback id not seen before.
+async fn apply_in_new_tx(
+    db: &PgPool,
+    callback: &VerifiedCallback,
+) -> Result<CallbackAck, ApiError> {
     let started = std::time::Instant::now();
     let mut tx = db.begin().await?;
     match apply_in_tx(&mut tx, callback).await? {
@@ -470,13 +563,23 @@ async fn answer_if_seen(
     else {
         return Ok(None);
     };
+    answer_seen(db, callback, seen).await.map(Some)
+}
+
+/// The answer to a callback id processed before (`seen`): a duplicate (its
+/// delivery already logged by the statement that found it) or a conflict.
+async fn answer_seen(
+    db: &PgPool,
+    callback: &VerifiedCallback,
+    seen: callbacks::ProcessedCallback,
+) -> Result<CallbackAck, ApiError> {
     if seen.body_sha256 == callback.body_sha256 {
         record_outcome(CallbackOutcome::Duplicate);
         tracing::info!(first_outcome = %seen.outcome, "duplicate callback acknowledged, nothing changed");
-        return Ok(Some(CallbackAck {
+        return Ok(CallbackAck {
             code: "SUCCESS".into(),
             duplicate: true,
-        }));
+        });
     }
     let details = json!({
         "first_body_sha256": seen.body_sha256,

@@ -107,6 +107,37 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Resul
     .await
 }
 
+/// SQL of [`start_in_one`]: pay's common case in one statement (the benchmark replays it).
+pub const START_IN_ONE_SQL: &str = include_str!("../../sql/pay/start_attempt.sql");
+
+/// Pay's common case in one statement (`sql/pay/start_attempt.sql`): when the
+/// order is PENDING, unexpired (against `now`), of the token's amount and
+/// currency, has no attempt yet and its account has the amount available, it
+/// locks order and account, inserts the attempt and holds the amount, all or
+/// nothing, and returns the attempt. Otherwise it writes nothing and returns
+/// `None`: the caller's general transaction then says exactly why (or joins
+/// the attempt a concurrent submit made).
+#[tracing::instrument(name = "db.attempts.start_in_one", skip(db, new, now), fields(order_no = new.order_no))]
+pub async fn start_in_one(
+    db: impl PgExecutor<'_>,
+    new: NewAttempt<'_>,
+    now: OffsetDateTime,
+) -> sqlx::Result<Option<AttemptRow>> {
+    sqlx::query_file_as!(
+        AttemptRow,
+        "sql/pay/start_attempt.sql",
+        new.payment_id,
+        new.request_token,
+        new.order_no,
+        new.amount_cents,
+        new.currency.as_str(),
+        new.response_body,
+        now,
+    )
+    .fetch_optional(db)
+    .await
+}
+
 /// Marks an attempt as accepted by the payment platform: `SUBMITTED`, unless
 /// a result settled it first (a callback can beat this bookkeeping), and
 /// records the platform's id for the payment.

@@ -43,6 +43,81 @@ pub async fn find_and_log_duplicate(
     .await
 }
 
+/// SQL of [`first_statement`]: the first (and, for a new success on a PENDING
+/// order with its hold, or a duplicate, the only) statement of every callback.
+pub const CHARGE_IN_ONE_SQL: &str = include_str!("../../sql/callback/charge_in_one.sql");
+
+/// What a callback says, as [`first_statement`] binds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Incoming<'a> {
+    /// The platform's notification id.
+    pub callback_id: &'a str,
+    /// The order it is about.
+    pub order_no: &'a str,
+    /// What it reports.
+    pub event_type: CallbackType,
+    /// SHA-256 of the raw body, hex.
+    pub body_sha256: &'a str,
+    /// The platform's payment id.
+    pub payment_id: &'a str,
+    /// Our payment id, when the platform echoes it back (compared as text
+    /// with the attempt's, in its canonical form).
+    pub merchant_reference: Option<&'a str>,
+    /// The amount it reports, minor units.
+    pub amount_cents: i64,
+    /// Its currency.
+    pub currency: &'a str,
+}
+
+/// What [`first_statement`] found and did.
+#[derive(Debug, Clone)]
+pub enum FirstLook {
+    /// The id was processed before: its row (a same-body delivery is already logged as `DUPLICATE`).
+    Seen(ProcessedCallback),
+    /// The common case, applied and committed: ledger row, order PAID, balance
+    /// charged and hold captured, attempt SUCCEEDED, callback and delivery recorded.
+    Charged,
+    /// Neither: nothing was written; the general transaction decides it.
+    Undecided,
+}
+
+/// One statement (data-modifying CTEs, `sql/callback/charge_in_one.sql`) that
+/// answers a seen id and applies the common case in one round trip. It
+/// charges only when [`crate::charge::decide`] says `Charge` (a success naming
+/// the attempt of a PENDING order whose account holds the amount for it, amount
+/// and currency equal), and even then leaves some cases to the general
+/// transaction (a hold that is missing, a reference not in canonical form);
+/// otherwise it writes nothing. `tests/api/one_statement.rs` feeds it and the
+/// general transaction the same cases.
+#[tracing::instrument(name = "db.callbacks.first_statement", skip_all)]
+pub async fn first_statement(
+    db: impl PgExecutor<'_>,
+    incoming: &Incoming<'_>,
+) -> sqlx::Result<FirstLook> {
+    let row = sqlx::query_file!(
+        "sql/callback/charge_in_one.sql",
+        incoming.callback_id,
+        incoming.order_no,
+        incoming.event_type.as_str(),
+        incoming.body_sha256,
+        incoming.payment_id,
+        incoming.merchant_reference,
+        incoming.amount_cents,
+        incoming.currency,
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(match (row.seen_body_sha256, row.seen_outcome) {
+        (Some(body_sha256), Some(outcome)) => FirstLook::Seen(ProcessedCallback {
+            callback_id: incoming.callback_id.to_owned(),
+            body_sha256,
+            outcome,
+        }),
+        _ if row.charged => FirstLook::Charged,
+        _ => FirstLook::Undecided,
+    })
+}
+
 /// What a new callback row holds.
 #[derive(Debug, Clone, Copy)]
 pub struct NewCallback<'a> {

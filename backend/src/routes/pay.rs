@@ -52,14 +52,12 @@ pub async fn pay(
 ) -> Result<Response, ApiError> {
     let shopper_id = signed_in.shopper_id;
     state.limits.pays.check(&shopper_id)?;
-    // Somebody else's order is a missing order, and their token is never touched.
-    if db::orders::find_owned(&state.db, order_no.as_str(), shopper_id)
-        .await?
-        .is_none()
-    {
-        return Err(ApiError::OrderNotFound);
-    }
     let token = body.request_token;
+    // Somebody else's order is a missing order, and their token is never
+    // touched: the guarded GETDEL takes a token only when its binding names
+    // this order and this shopper, and a token is bound only to an order its
+    // shopper owns, so a token taken proves ownership; every other answer
+    // checks ownership before it says anything about the token.
     let binding = match state
         .tokens
         .consume(token, order_no.as_str(), shopper_id)
@@ -70,6 +68,7 @@ pub async fn pay(
             binding
         }
         Ok(Consumed::OtherOrder(binding)) => {
+            ensure_owned(&state, order_no.as_str(), shopper_id).await?;
             // Left in the store: the shopper's own submit on its order still works.
             tracing::warn!(bound_to = %binding.order_no, %order_no, "token presented for another order or by another shopper");
             return Err(ApiError::TokenInvalid(
@@ -77,6 +76,7 @@ pub async fn pay(
             ));
         }
         Ok(Consumed::Missing) => {
+            ensure_owned(&state, order_no.as_str(), shopper_id).await?;
             return replay_or(
                 &state,
                 token,
@@ -88,6 +88,7 @@ pub async fn pay(
             .await;
         }
         Err(err) => {
+            ensure_owned(&state, order_no.as_str(), shopper_id).await?;
             return replay_or(
                 &state,
                 token,
@@ -136,6 +137,14 @@ pub async fn pay(
     }
 }
 
+/// 404 unless the shopper owns the order.
+async fn ensure_owned(state: &AppState, order_no: &str, shopper_id: Uuid) -> Result<(), ApiError> {
+    match db::orders::find_owned(&state.db, order_no, shopper_id).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::OrderNotFound),
+    }
+}
+
 /// Records the attempt's payment id on the current (`pay`) span: the lines
 /// logged after it, the hand-over's included, name it.
 fn record_payment_id(payment_id: Uuid) {
@@ -168,19 +177,51 @@ enum Started {
     Joined(attempts::AttemptRow),
 }
 
-/// The transaction that turns a consumed token into the order's one payment attempt.
+/// Turns a consumed token into the order's one payment attempt: in one
+/// statement when the order is payable as the token says
+/// ([`attempts::start_in_one`]), else in the transaction that says why not.
 async fn start_attempt(
     state: &AppState,
     token: Uuid,
     binding: &TokenBinding,
 ) -> Result<Started, ApiError> {
+    let payment_id = Uuid::new_v4();
+    let answer = PayAccepted {
+        order_no: binding.order_no.clone(),
+        payment_id,
+        status: OrderStatus::Pending,
+    };
+    let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
+    let new = attempts::NewAttempt {
+        payment_id,
+        request_token: token,
+        order_no: &binding.order_no,
+        amount_cents: binding.amount_cents,
+        currency: binding.currency,
+        response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
+        response_body: &body,
+    };
+    if let Some(attempt) =
+        attempts::start_in_one(&state.db, new, time::OffsetDateTime::now_utc()).await?
+    {
+        return Ok(Started::New(attempt));
+    }
+    start_attempt_in_tx(state, new).await
+}
+
+/// The general transaction of [`start_attempt`]: every check in its own step,
+/// each refusal with its own error.
+async fn start_attempt_in_tx(
+    state: &AppState,
+    new: attempts::NewAttempt<'_>,
+) -> Result<Started, ApiError> {
     let mut tx = state.db.begin().await?;
     // The order lock serialises attempts for one order; the UNIQUE constraints are the floor beneath it.
-    let order = db::orders::lock_with_account(&mut *tx, &binding.order_no)
+    let order = db::orders::lock_with_account(&mut *tx, new.order_no)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
     crate::routes::orders::ensure_payable(order.status, order.expires_at)?;
-    if order.amount_cents != binding.amount_cents || order.currency != binding.currency {
+    if order.amount_cents != new.amount_cents || order.currency != new.currency {
         return Err(ApiError::TokenInvalid(
             "the order changed since the token was issued",
         ));
@@ -197,27 +238,7 @@ async fn start_attempt(
             amount_cents: order.amount_cents,
         });
     }
-    let payment_id = Uuid::new_v4();
-    let answer = PayAccepted {
-        order_no: order.order_no.clone(),
-        payment_id,
-        status: OrderStatus::Pending,
-    };
-    let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
-    let attempt = attempts::insert(
-        &mut *tx,
-        attempts::NewAttempt {
-            payment_id,
-            request_token: token,
-            order_no: &order.order_no,
-            amount_cents: order.amount_cents,
-            currency: order.currency,
-            response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
-            response_body: &body,
-        },
-    )
-    .await
-    .map_err(|err| {
+    let attempt = attempts::insert(&mut *tx, new).await.map_err(|err| {
         if db::is_unique_violation(&err, attempts::TOKEN_UNIQUE)
             || db::is_unique_violation(&err, attempts::ORDER_UNIQUE)
         {

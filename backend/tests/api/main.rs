@@ -20,6 +20,7 @@ mod lifecycle;
 mod limits;
 mod logs;
 mod metrics;
+mod one_statement;
 mod openapi;
 mod ops;
 mod orders;

@@ -24,8 +24,13 @@ pub struct Args {
     pub warmup: u64,
 
     /// Concurrent clients: one measured run per count and step.
-    #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 100])]
+    #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 80])]
     pub clients: Vec<usize>,
+
+    /// Clients of the duplicate storm besides `--clients` (the storm is
+    /// measured at every count of both); 0 for none.
+    #[arg(long, default_value_t = 100)]
+    pub storm_clients: usize,
 
     /// Rounds per client count: pgbench then the backend, repeated; the ratio is
     /// the median of the rounds' ratios, and every round's ratio is shown. On a
@@ -144,6 +149,15 @@ impl Args {
             sorted.sort_unstable();
             sorted.get(sorted.len() / 2).copied().unwrap_or(32)
         }
+    }
+
+    /// The duplicate storm's client counts: `--clients`, then `--storm-clients`.
+    pub fn storm_counts(&self) -> Vec<usize> {
+        let mut counts = self.clients.clone();
+        if self.storm_clients > 0 && !counts.contains(&self.storm_clients) {
+            counts.push(self.storm_clients);
+        }
+        counts
     }
 
     /// The `scale` step's instance counts, sorted, without repeats.

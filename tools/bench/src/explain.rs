@@ -13,6 +13,7 @@ enum Value {
     Uuid(Uuid),
     Int(i64),
     Small(i16),
+    NullText,
 }
 
 struct Order {
@@ -49,6 +50,7 @@ pub async fn new_callback(pool: &PgPool, k: i64) -> anyhow::Result<Vec<(String, 
                 Value::Uuid(v) => query.bind(v),
                 Value::Int(v) => query.bind(v),
                 Value::Small(v) => query.bind(v),
+                Value::NullText => query.bind(None::<String>),
             };
         }
         let lines: Vec<String> = query
@@ -75,7 +77,9 @@ fn resolve(expression: &str, k: i64, order: &Order) -> anyhow::Result<Value> {
     Ok(match expression {
         ":order_no" => Value::Text(order.order_no.clone()),
         ":account_id" => Value::Uuid(order.account_id),
-        ":amount_cents" => Value::Int(order.amount_cents),
+        ":amount_cents" | ":amount" => Value::Int(order.amount_cents),
+        "'EUR'" => Value::Text("EUR".into()),
+        "NULL" => Value::NullText,
         ":currency" => Value::Text(order.currency.clone()),
         ":body_sha256" => Value::Text(BODY_SHA256.into()),
         ":event_type" => Value::Text(EVENT_TYPE.into()),

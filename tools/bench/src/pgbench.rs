@@ -1,10 +1,13 @@
 //! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
 //!
-//! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`,
-//! taken verbatim (the files in `backend/sql/callback/`, which the handler runs
-//! through `sqlx::query_file!`); this module only knows which value each `$n` gets (the same
-//! values `charge::apply_callback` binds) and turns `$n` into a pgbench
-//! expression. A statement the handler starts to run that is not described
+//! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`
+//! (what the handler runs: one statement), `GENERAL_CHARGE_SQL` (the same work
+//! as the general path's separate statements, replayed one round trip each
+//! and pipelined into one round trip) and `DUPLICATE_LOOKUP_SQL` (the least a
+//! duplicate costs), taken verbatim (the files in `backend/sql/callback/`,
+//! which the handler runs through `sqlx::query_file!`); this module only knows
+//! which value each `$n` gets (the same values `charge::apply_callback` binds)
+//! and turns `$n` into a pgbench expression. A statement the handler starts to run that is not described
 //! here, or a changed parameter count, stops the benchmark with an error instead
 //! of measuring something else.
 //!
@@ -14,20 +17,53 @@
 use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
-use backend::charge::{DUPLICATE_SQL, Decision, NEW_CHARGE_SQL};
+use backend::charge::{
+    CallbackSql, DUPLICATE_LOOKUP_SQL, DUPLICATE_SQL, Decision, GENERAL_CHARGE_SQL, NEW_CHARGE_SQL,
+};
 use backend::db::{accounts, attempts, callbacks, deliveries, ledger, orders};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
 
-/// Which path of the callback handler a script replays.
+/// Which path of the callback handler a script replays, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallbackPath {
-    /// A new `payment.succeeded` for a PENDING order: `NEW_CHARGE_SQL`.
+    /// A new `payment.succeeded` for a PENDING order, as the handler runs it:
+    /// `NEW_CHARGE_SQL`, one statement.
     New,
-    /// A callback id seen before, same body: `DUPLICATE_SQL`.
+    /// The same work as the general transaction's statements, one round trip
+    /// each: `GENERAL_CHARGE_SQL` (the handler before the one statement).
+    NewStatements,
+    /// `GENERAL_CHARGE_SQL` sent as one pipeline: one round trip, the locked
+    /// row's values computed from `k` instead of read back.
+    NewPipelined,
+    /// A callback id seen before, same body, as the handler runs it: `DUPLICATE_SQL`.
     Duplicate,
+    /// The least a duplicate costs: `DUPLICATE_LOOKUP_SQL`.
+    DuplicateLookup,
+}
+
+impl CallbackPath {
+    /// Whether it charges a fresh order (else it replays one delivered callback).
+    pub fn is_new(self) -> bool {
+        matches!(self, Self::New | Self::NewStatements | Self::NewPipelined)
+    }
+
+    /// The statements it replays and where they come from.
+    fn sql(self) -> (CallbackSql, &'static str) {
+        match self {
+            Self::New => (NEW_CHARGE_SQL, "backend::charge::NEW_CHARGE_SQL"),
+            Self::NewStatements | Self::NewPipelined => {
+                (GENERAL_CHARGE_SQL, "backend::charge::GENERAL_CHARGE_SQL")
+            }
+            Self::Duplicate => (DUPLICATE_SQL, "backend::charge::DUPLICATE_SQL"),
+            Self::DuplicateLookup => (
+                DUPLICATE_LOOKUP_SQL,
+                "backend::charge::DUPLICATE_LOOKUP_SQL",
+            ),
+        }
+    }
 }
 
 /// The event type of every benchmark callback.
@@ -43,9 +79,10 @@ struct Binding {
 }
 
 fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
-    let callback_id = match path {
-        CallbackPath::New => format!("('{CALLBACK_PREFIX}' || :k)"),
-        CallbackPath::Duplicate => ":dup_callback_id".to_owned(),
+    let callback_id = if path.is_new() {
+        format!("('{CALLBACK_PREFIX}' || :k)")
+    } else {
+        ":dup_callback_id".to_owned()
     };
     let fresh_order = format!("('{ORDER_PREFIX}' || :k)");
     let payment_id = format!("('{PAYMENT_PREFIX}' || :k)");
@@ -54,44 +91,72 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
         gset: false,
     };
     // After `\gset` the locked row's columns are variables: the handler, too,
-    // takes account, amount and currency from the locked order.
-    let binding = match (path, sql) {
-        (CallbackPath::New, s) if s == callbacks::SEEN_SQL => {
+    // takes account, amount and currency from the locked order. A pipeline
+    // cannot wait for a row, so there they are computed from `k` as the
+    // orders were made (`postgres::OrderStock`).
+    let pipelined = path == CallbackPath::NewPipelined;
+    let account = if pipelined {
+        "md5('bench-account-' || (:k % :accounts))::uuid".to_owned()
+    } else {
+        ":account_id".to_owned()
+    };
+    let (order, amount, currency, hold) = if pipelined {
+        (fresh_order.as_str(), ":amount", "'EUR'", ":amount")
+    } else {
+        (":order_no", ":amount_cents", ":currency", ":hold_cents")
+    };
+    let general = matches!(
+        path,
+        CallbackPath::NewStatements | CallbackPath::NewPipelined
+    );
+    let binding = match sql {
+        s if s == callbacks::CHARGE_IN_ONE_SQL && path == CallbackPath::New => plain(&[
+            &callback_id,
+            &fresh_order,
+            ":event_type",
+            ":body_sha256",
+            &payment_id,
+            "NULL",
+            ":amount",
+            "'EUR'",
+        ]),
+        s if s == callbacks::CHARGE_IN_ONE_SQL && path == CallbackPath::Duplicate => plain(&[
+            &callback_id,
+            ":dup_order_no",
+            ":event_type",
+            ":body_sha256",
+            ":dup_payment_id",
+            "NULL",
+            ":dup_amount",
+            "'EUR'",
+        ]),
+        s if s == callbacks::SEEN_SQL && general => {
             plain(&[&callback_id, &fresh_order, ":event_type", ":body_sha256"])
         }
-        (CallbackPath::Duplicate, s) if s == callbacks::SEEN_SQL => {
+        s if s == callbacks::SEEN_SQL && path == CallbackPath::DuplicateLookup => {
             plain(&[&callback_id, ":dup_order_no", ":event_type", ":body_sha256"])
         }
-        (CallbackPath::New, s) if s == orders::LOCK_WITH_ACCOUNT_SQL => Binding {
-            args: vec![fresh_order],
-            gset: true,
+        s if s == orders::LOCK_WITH_ACCOUNT_SQL && general => Binding {
+            args: vec![fresh_order.clone()],
+            gset: !pipelined,
         },
-        (CallbackPath::New, s) if s == callbacks::INSERT_SQL => plain(&[
+        s if s == callbacks::INSERT_SQL && general => plain(&[
             &callback_id,
             ":body_sha256",
             ":event_type",
-            ":order_no",
+            order,
             &payment_id,
             ":outcome",
         ]),
-        (CallbackPath::New, s) if s == ledger::INSERT_CHARGE_SQL => plain(&[
-            &callback_id,
-            ":order_no",
-            ":account_id",
-            ":amount_cents",
-            ":currency",
-            &payment_id,
-        ]),
-        (CallbackPath::New, s) if s == orders::MARK_PAID_SQL => plain(&[":order_no"]),
-        (CallbackPath::New, s) if s == accounts::DEDUCT_SQL => {
-            plain(&[":account_id", ":amount_cents", ":hold_cents"])
+        s if s == ledger::INSERT_CHARGE_SQL && general => {
+            plain(&[&callback_id, order, &account, amount, currency, &payment_id])
         }
-        (CallbackPath::New, s) if s == attempts::SETTLE_SQL => {
-            plain(&[":order_no", "'SUCCEEDED'", &payment_id])
-        }
-        (CallbackPath::New, s) if s == deliveries::RECORD_SQL => plain(&[
+        s if s == orders::MARK_PAID_SQL && general => plain(&[order]),
+        s if s == accounts::DEDUCT_SQL && general => plain(&[&account, amount, hold]),
+        s if s == attempts::SETTLE_SQL && general => plain(&[order, "'SUCCEEDED'", &payment_id]),
+        s if s == deliveries::RECORD_SQL && general => plain(&[
             &callback_id,
-            ":order_no",
+            order,
             ":event_type",
             ":outcome",
             ":http_status",
@@ -158,19 +223,25 @@ fn substitute(sql: &str, args: &[String]) -> anyhow::Result<String> {
 /// `ping`, each transaction starts with a bare Sync round trip (an empty pipeline),
 /// like the pool's health check at each checkout.
 pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
-    let (statements, source) = match path {
-        CallbackPath::New => (NEW_CHARGE_SQL, "backend::charge::NEW_CHARGE_SQL"),
-        CallbackPath::Duplicate => (DUPLICATE_SQL, "backend::charge::DUPLICATE_SQL"),
-    };
+    let (statements, source) = path.sql();
     let mut out = format!(
         "-- Generated by the `bench` crate from {source}: the statements the callback\n\
-         -- handler runs, in its order, with $n replaced by pgbench variables. Do not edit.\n"
+         -- handler runs, in its order, with $n replaced by pgbench variables{}. Do not edit.\n",
+        if path == CallbackPath::NewPipelined {
+            ", sent as one pipeline (one round trip)"
+        } else {
+            ""
+        }
     );
-    if path == CallbackPath::New {
+    if path.is_new() {
         out.push_str("\\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n");
+        out.push_str("\\set amount 1000 + :k % 1000\n");
     }
     if ping {
         out.push_str("\\startpipeline\n\\endpipeline\n");
+    }
+    if path == CallbackPath::NewPipelined {
+        out.push_str("\\startpipeline\n");
     }
     let statement = |out: &mut String, sql: &str| -> anyhow::Result<()> {
         let binding = binding(sql, path)?;
@@ -188,6 +259,37 @@ pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
         }
         out.push_str("COMMIT;\n");
     }
+    if path == CallbackPath::NewPipelined {
+        out.push_str("\\endpipeline\n");
+    }
+    Ok(out)
+}
+
+/// The pgbench script of pay's database work as the handler does it in one
+/// round trip: `backend::db::attempts::START_IN_ONE_SQL` (lock order and
+/// account, insert the attempt, hold the amount) for order `k`, taken like the
+/// new-callback script's orders (`base`, `nclients`, `i`), with fresh ids.
+pub fn pay_script() -> anyhow::Result<String> {
+    let args: Vec<String> = [
+        "gen_random_uuid()",
+        "gen_random_uuid()",
+        &format!("('{ORDER_PREFIX}' || :k)"),
+        ":amount",
+        "'EUR'",
+        "'{\"status\":\"PENDING\"}'::jsonb",
+        "now()",
+    ]
+    .iter()
+    .map(|&a| a.to_owned())
+    .collect();
+    let mut out =
+        "-- Generated by the `bench` crate from backend::db::attempts::START_IN_ONE_SQL: pay's\n\
+                   -- attempt and hold in one statement, as the handler runs it. Do not edit.\n\
+                   \\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n\
+                   \\set amount 1000 + :k % 1000\n"
+            .to_owned();
+    out.push_str(&substitute(attempts::START_IN_ONE_SQL.trim(), &args)?);
+    out.push_str(";\n");
     Ok(out)
 }
 
@@ -197,14 +299,9 @@ pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
         ("event_type".to_owned(), EVENT_TYPE.to_owned()),
         ("http_status".to_owned(), "200".to_owned()),
     ];
-    match path {
-        CallbackPath::New => {
-            vars.push(("body_sha256".into(), BODY_SHA256.into()));
-            vars.push(("outcome".into(), Decision::Charge.outcome().as_str().into()));
-        }
-        CallbackPath::Duplicate => {
-            vars.push(("body_sha256".into(), BODY_SHA256.into()));
-        }
+    vars.push(("body_sha256".into(), BODY_SHA256.into()));
+    if path.is_new() {
+        vars.push(("outcome".into(), Decision::Charge.outcome().as_str().into()));
     }
     vars
 }
@@ -360,12 +457,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_new_callback_script_replays_every_handler_statement_in_order() -> anyhow::Result<()> {
-        let script = script(CallbackPath::New, false)?;
+    fn the_general_path_script_replays_every_statement_in_order() -> anyhow::Result<()> {
+        let script = script(CallbackPath::NewStatements, false)?;
         assert!(script.contains("BEGIN;"));
         assert!(script.trim_end().ends_with("COMMIT;"));
         let mut at = 0;
-        for sql in NEW_CHARGE_SQL.statements() {
+        for sql in GENERAL_CHARGE_SQL.statements() {
             let head: String = sql.split('$').next().unwrap_or(sql).to_owned();
             let found = script[at..]
                 .find(head.trim())
@@ -382,6 +479,42 @@ mod tests {
     }
 
     #[test]
+    fn every_script_replaces_every_parameter() -> anyhow::Result<()> {
+        for path in [
+            CallbackPath::New,
+            CallbackPath::NewStatements,
+            CallbackPath::NewPipelined,
+            CallbackPath::Duplicate,
+            CallbackPath::DuplicateLookup,
+        ] {
+            let text = script(path, false)?;
+            let sql: Vec<&str> = text.lines().filter(|l| !l.starts_with("--")).collect();
+            assert!(
+                sql.iter().all(|line| !line.contains('$')),
+                "{path:?}:\n{text}"
+            );
+        }
+        let pipelined = script(CallbackPath::NewPipelined, false)?;
+        assert!(pipelined.contains("\\startpipeline") && pipelined.contains("\\endpipeline"));
+        assert!(
+            !pipelined.contains("\\gset"),
+            "a pipeline cannot wait for a row"
+        );
+        let one = script(CallbackPath::New, false)?;
+        assert!(
+            !one.contains("BEGIN;"),
+            "the handler's new callback is one statement"
+        );
+        let pay = pay_script()?;
+        assert!(
+            pay.lines()
+                .filter(|l| !l.starts_with("--"))
+                .all(|l| !l.contains('$'))
+        );
+        Ok(())
+    }
+
+    #[test]
     fn the_duplicate_script_uses_the_fixed_callback_id() -> anyhow::Result<()> {
         let script = script(CallbackPath::Duplicate, false)?;
         assert!(script.contains(":dup_callback_id"));
@@ -391,7 +524,7 @@ mod tests {
 
     #[test]
     fn the_ping_is_an_empty_pipeline_before_the_first_statement() -> anyhow::Result<()> {
-        let script = script(CallbackPath::New, true)?;
+        let script = script(CallbackPath::NewStatements, true)?;
         let ping = script
             .find("\\startpipeline\n\\endpipeline")
             .context("ping")?;

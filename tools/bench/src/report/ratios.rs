@@ -5,7 +5,7 @@
 //! to each other, so a noisy minute moves one round, not the figure.
 
 use super::Results;
-use crate::stats::{RoundRatio, Run, quiet_median, round_ratios};
+use crate::stats::{RoundRatio, Run, quiet_median, round_ratios, rounds_at};
 
 /// `a`'s rate over `b`'s, when both ran and `b` did anything.
 pub(super) fn ratio(a: Option<&Run>, b: Option<&Run>) -> Option<f64> {
@@ -27,10 +27,85 @@ pub(super) fn spread(ratios: &[RoundRatio]) -> String {
     format!(" (rounds {})", list.join(", "))
 }
 
+/// Round by round, the faster of two series that ran next to each other (the
+/// i-th run of each at a count in the same round); `a` alone where `b` did not run.
+pub(super) fn faster_of(a: &[Run], b: &[Run]) -> Vec<Run> {
+    let mut counts: Vec<usize> = a.iter().map(|r| r.clients).collect();
+    counts.dedup();
+    let mut out = Vec::new();
+    for clients in counts {
+        let others = rounds_at(b, clients);
+        for (i, run) in rounds_at(a, clients).into_iter().enumerate() {
+            let pick = match others.get(i) {
+                Some(other) if other.rate > run.rate => *other,
+                _ => run,
+            };
+            out.push(pick.clone());
+        }
+    }
+    out
+}
+
+/// Doing `a`'s work then `b`'s, one after the other, at each count: the rate
+/// `1 / (1/a + 1/b)` (one run per count; latency not combined).
+pub(super) fn in_series(a: &[Run], b: &[Run]) -> Vec<Run> {
+    a.iter()
+        .filter_map(|x| {
+            let y = b.iter().find(|y| y.clients == x.clients)?;
+            (x.rate > 0.0 && y.rate > 0.0).then(|| Run {
+                clients: x.clients,
+                ok: x.ok.min(y.ok),
+                rate: 1.0 / (1.0 / x.rate + 1.0 / y.rate),
+                ..Run::default()
+            })
+        })
+        .collect()
+}
+
 impl Results {
-    /// Backend / pgbench rate for new callbacks at `clients`, per round.
+    /// The one-round-trip limit of a new callback, round by round: the faster
+    /// of pgbench on the handler's one statement and on the general path's
+    /// statements pipelined.
+    pub fn new_limit(&self) -> Vec<Run> {
+        faster_of(&self.new_pgbench, &self.new_pgbench_pipelined)
+    }
+
+    /// The one-statement limit of a duplicate, round by round: the faster of
+    /// pgbench on the handler's statement and on the bare lookup.
+    pub fn dup_limit(&self) -> Vec<Run> {
+        faster_of(&self.dup_pgbench, &self.dup_pgbench_lookup)
+    }
+
+    /// The limit of a pay: Redis's GETDEL then pgbench on the attempt and hold
+    /// in one statement, one after the other.
+    pub fn pay_limit(&self) -> Vec<Run> {
+        in_series(&self.redis_getdel, &self.pay_pgbench)
+    }
+
+    /// Backend pay-now pairs / the pay limit at `clients`.
+    pub fn pay_ratio(&self, clients: usize) -> Option<f64> {
+        quiet_median(&round_ratios(&self.pay, &self.pay_limit(), clients))
+    }
+
+    /// Every client count any step measured, in the order first seen.
+    pub fn all_counts(&self) -> Vec<usize> {
+        let mut counts = self.settings.clients.clone();
+        for run in self.dup_backend.iter().chain(&self.new_backend) {
+            if !counts.contains(&run.clients) {
+                counts.push(run.clients);
+            }
+        }
+        counts
+    }
+
+    /// Backend / the one-round-trip limit for new callbacks at `clients`, per round.
     pub fn new_ratios(&self, clients: usize) -> Vec<RoundRatio> {
-        round_ratios(&self.new_backend, &self.new_pgbench, clients)
+        round_ratios(&self.new_backend, &self.new_limit(), clients)
+    }
+
+    /// Backend / pgbench on the general path's statements, one round trip each, per round.
+    pub fn new_vs_statements_ratios(&self, clients: usize) -> Vec<RoundRatio> {
+        round_ratios(&self.new_backend, &self.new_pgbench_statements, clients)
     }
 
     /// Backend / pgbench rate for new callbacks at `clients` (median of the rounds).
@@ -38,9 +113,9 @@ impl Results {
         quiet_median(&self.new_ratios(clients))
     }
 
-    /// Backend / pgbench rate for duplicates at `clients`, per round.
+    /// Backend / the one-statement limit for duplicates at `clients`, per round.
     pub fn dup_ratios(&self, clients: usize) -> Vec<RoundRatio> {
-        round_ratios(&self.dup_backend, &self.dup_pgbench, clients)
+        round_ratios(&self.dup_backend, &self.dup_limit(), clients)
     }
 
     /// Backend / pgbench rate for duplicates at `clients` (median of the rounds).

@@ -69,14 +69,23 @@ pub struct Results {
     pub settings: Settings,
     /// Microseconds to sign one callback (done before the timed window).
     pub signing_us: Option<f64>,
-    /// pgbench on `NEW_CHARGE_SQL`.
+    /// pgbench on `NEW_CHARGE_SQL`: the handler's one statement.
     pub new_pgbench: Vec<Run>,
+    /// pgbench on `GENERAL_CHARGE_SQL`, one round trip per statement.
+    #[serde(default)]
+    pub new_pgbench_statements: Vec<Run>,
+    /// pgbench on `GENERAL_CHARGE_SQL` in one pipeline (one round trip).
+    #[serde(default)]
+    pub new_pgbench_pipelined: Vec<Run>,
     /// New callbacks through the backend.
     pub new_backend: Vec<Run>,
     /// pgbench on `NEW_CHARGE_SQL` with the pool's ping in front (experiment).
     pub new_pgbench_ping: Vec<Run>,
-    /// pgbench on `DUPLICATE_SQL`.
+    /// pgbench on `DUPLICATE_SQL`: the handler's one statement.
     pub dup_pgbench: Vec<Run>,
+    /// pgbench on `DUPLICATE_LOOKUP_SQL`: the least a duplicate costs.
+    #[serde(default)]
+    pub dup_pgbench_lookup: Vec<Run>,
     /// pgbench on `DUPLICATE_SQL` with the pool's ping in front (experiment).
     pub dup_pgbench_ping: Vec<Run>,
     /// A duplicate storm through the backend.
@@ -87,6 +96,9 @@ pub struct Results {
     pub pay_token: Vec<Run>,
     /// Pay now: the pay call alone.
     pub pay_submit: Vec<Run>,
+    /// pgbench on `START_IN_ONE_SQL`: pay's attempt and hold in one statement.
+    #[serde(default)]
+    pub pay_pgbench: Vec<Run>,
     /// redis-benchmark `SET EX NX`.
     pub redis_set: Vec<Run>,
     /// redis-benchmark `GETDEL`.

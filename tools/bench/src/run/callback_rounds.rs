@@ -7,9 +7,10 @@
 
 use super::{Bench, say};
 use crate::load::Prepared;
+use crate::pgbench::CallbackPath;
 use crate::report::Results;
 use crate::stats::Run;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What one callback step sends, pgbench and the backend alike.
 pub(super) enum CallbackWork<'a> {
@@ -29,6 +30,28 @@ struct Series<'r> {
     pgbench: &'r mut Vec<Run>,
     pgbench_ping: &'r mut Vec<Run>,
     backend: &'r mut Vec<Run>,
+}
+
+/// Another pgbench script doing the same work, run in every round next to
+/// the handler's own: the limit made another way.
+pub(super) struct Baseline {
+    /// What it replays.
+    pub path: CallbackPath,
+    /// Its script file.
+    pub script: PathBuf,
+}
+
+impl Results {
+    /// Where the runs of `baseline` are kept.
+    fn baseline_runs(&mut self, path: CallbackPath) -> &mut Vec<Run> {
+        match path {
+            CallbackPath::NewStatements => &mut self.new_pgbench_statements,
+            CallbackPath::NewPipelined => &mut self.new_pgbench_pipelined,
+            CallbackPath::DuplicateLookup => &mut self.dup_pgbench_lookup,
+            CallbackPath::New => &mut self.new_pgbench,
+            CallbackPath::Duplicate => &mut self.dup_pgbench,
+        }
+    }
 }
 
 impl CallbackWork<'_> {
@@ -57,12 +80,14 @@ impl CallbackWork<'_> {
 }
 
 impl Bench {
-    /// Warm-up, then every measured round of `work`; `ping_script` is the
-    /// `--pgbench-ping` experiment's script.
+    /// Warm-up, then every measured round of `work`: pgbench on the handler's
+    /// `script`, on each of `baselines`, then the backend; `ping_script` is
+    /// the `--pgbench-ping` experiment's script.
     pub(super) async fn callback_rounds(
         &mut self,
         work: &CallbackWork<'_>,
         script: &Path,
+        baselines: &[Baseline],
         ping_script: Option<&Path>,
     ) -> anyhow::Result<()> {
         let focus = self.focus();
@@ -76,13 +101,24 @@ impl Bench {
             self.backend_callbacks(work, focus, warmup, false).await?;
         }
         let name = work.name();
-        for (clients, round) in self.schedule() {
+        let counts = match work {
+            CallbackWork::New => self.args.clients.clone(),
+            CallbackWork::Duplicate { .. } => self.args.storm_counts(),
+        };
+        for (clients, round) in self.schedule(&counts) {
             let measured = clients == focus && round == 0;
             let run = self
                 .pgbench_callbacks(work, script, clients, self.args.duration, measured)
                 .await?;
             say(run.line(&self.label(&format!("pgbench {name}"), round), "tps  "));
             work.series(&mut self.results).pgbench.push(run);
+            for baseline in baselines {
+                let run = self
+                    .pgbench_callbacks(work, &baseline.script, clients, self.args.duration, false)
+                    .await?;
+                say(run.line(&format!("  pgbench {:?}", baseline.path), "tps  "));
+                self.results.baseline_runs(baseline.path).push(run);
+            }
             if let Some(ping_script) = ping_script.filter(|_| round == 0) {
                 let run = self
                     .pgbench_callbacks(work, ping_script, clients, self.args.duration, false)

@@ -5,20 +5,21 @@
 //! Each side first charges its order once for real, so every measured
 //! operation takes the duplicate path and none charges again.
 
-use super::callback_rounds::CallbackWork;
+use super::callback_rounds::{Baseline, CallbackWork};
 use super::new_callbacks::new_callback_vars;
 use super::windows::Side;
 use super::{Bench, say};
 use crate::load::{self, Job, Prepared};
 use crate::pgbench::{self, CallbackPath, Invocation};
-use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX};
+use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX, order_amount};
 use crate::stats::Run;
 use std::path::Path;
 
 impl Bench {
     pub(super) async fn step_duplicate(&mut self) -> anyhow::Result<()> {
         say(
-            "==> Duplicate storm: one callback id; pgbench on backend::charge::DUPLICATE_SQL, then the backend",
+            "==> Duplicate storm: one callback id; pgbench on backend::charge::DUPLICATE_SQL (the handler's one \
+             statement) and DUPLICATE_LOOKUP_SQL (the least a duplicate costs), then the backend",
         );
         let new_script = self
             .write_script(CallbackPath::New, false, "new_callback.sql")
@@ -36,7 +37,7 @@ impl Bench {
             database: &self.pg_db,
             clients: 1,
             duration: None,
-            vars: new_callback_vars(k, 1),
+            vars: new_callback_vars(k, 1, self.args.accounts),
             log_prefix: None,
         }
         .run()
@@ -52,6 +53,8 @@ impl Bench {
                 format!("{CALLBACK_PREFIX}{k}"),
             ),
             ("dup_order_no".to_owned(), format!("{ORDER_PREFIX}{k}")),
+            ("dup_payment_id".to_owned(), format!("{PAYMENT_PREFIX}{k}")),
+            ("dup_amount".to_owned(), order_amount(k).to_string()),
         ];
         dup_vars.extend(pgbench::constants(CallbackPath::Duplicate));
 
@@ -70,7 +73,13 @@ impl Bench {
             vars: &dup_vars,
             callback: &callback,
         };
-        self.callback_rounds(&work, &script, ping_script.as_deref())
+        let baselines = [Baseline {
+            path: CallbackPath::DuplicateLookup,
+            script: self
+                .write_script(CallbackPath::DuplicateLookup, false, "duplicate_lookup.sql")
+                .await?,
+        }];
+        self.callback_rounds(&work, &script, &baselines, ping_script.as_deref())
             .await
     }
 

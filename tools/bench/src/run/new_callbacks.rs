@@ -6,7 +6,7 @@
 //! first, and the callbacks are signed before the window opens so signing is
 //! not timed.
 
-use super::callback_rounds::CallbackWork;
+use super::callback_rounds::{Baseline, CallbackWork};
 use super::windows::Side;
 use super::{Bench, say};
 use crate::load::Job;
@@ -22,14 +22,28 @@ use tokio::time::Instant;
 impl Bench {
     pub(super) async fn step_new(&mut self) -> anyhow::Result<()> {
         say(
-            "==> New callbacks: pgbench on backend::charge::NEW_CHARGE_SQL, then POST /api/payments/callback",
+            "==> New callbacks: pgbench on backend::charge::NEW_CHARGE_SQL (the handler's one statement), \
+             on GENERAL_CHARGE_SQL one statement at a time and pipelined, then POST /api/payments/callback",
         );
         let (script, ping_script) = self
             .write_scripts(CallbackPath::New, "new_callback")
             .await?;
+        let mut baselines = Vec::new();
+        for (path, name) in [
+            (CallbackPath::NewStatements, "new_callback_statements.sql"),
+            (CallbackPath::NewPipelined, "new_callback_pipelined.sql"),
+        ] {
+            let script = self.write_script(path, false, name).await?;
+            baselines.push(Baseline { path, script });
+        }
         self.backend_addr().await?;
-        self.callback_rounds(&CallbackWork::New, &script, ping_script.as_deref())
-            .await?;
+        self.callback_rounds(
+            &CallbackWork::New,
+            &script,
+            &baselines,
+            ping_script.as_deref(),
+        )
+        .await?;
 
         let k = {
             self.pg_stock.ensure_handed_over(1).await?;
@@ -104,7 +118,7 @@ impl Bench {
     ) -> anyhow::Result<Run> {
         self.stock_orders(seconds, clients).await?;
         let base = self.pg_stock.next();
-        let vars = new_callback_vars(base, clients);
+        let vars = new_callback_vars(base, clients, self.args.accounts);
         let run = self
             .pgbench_window(script, vars, clients, seconds, measured, "new")
             .await?;
@@ -166,12 +180,14 @@ impl Bench {
 }
 
 /// pgbench's variables for new callbacks: client `c`'s `n`-th transaction
-/// charges order `base + c + clients * n`, so no two clients share an order.
-pub(super) fn new_callback_vars(base: i64, clients: usize) -> Vec<(String, String)> {
+/// charges order `base + c + clients * n`, so no two clients share an order;
+/// `accounts` says which account order `k` belongs to.
+pub(super) fn new_callback_vars(base: i64, clients: usize, accounts: i64) -> Vec<(String, String)> {
     let mut vars = vec![
         ("i".to_owned(), "0".to_owned()),
         ("base".to_owned(), base.to_string()),
         ("nclients".to_owned(), clients.to_string()),
+        ("accounts".to_owned(), accounts.to_string()),
     ];
     vars.extend(pgbench::constants(CallbackPath::New));
     vars

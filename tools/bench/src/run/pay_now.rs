@@ -5,9 +5,11 @@
 //! The backend gets a process of its own whose sandbox delays its callbacks by
 //! an hour, so no callback lands in the window and a pair is pay-now's work alone.
 
+use super::new_callbacks::new_callback_vars;
 use super::windows::Side;
 use super::{Bench, say};
 use crate::load::Job;
+use crate::pgbench;
 use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, ORDER_PREFIX};
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
@@ -52,7 +54,39 @@ impl Bench {
             self.results.pay_submit.push(submit);
         }
         self.stop_backend("pay now");
+        self.pgbench_pay_rounds().await?;
         self.redis_rounds().await
+    }
+
+    /// pgbench on pay's attempt and hold in one statement
+    /// (`backend::db::attempts::START_IN_ONE_SQL`) at every client count, each
+    /// transaction on a fresh PENDING order of the pgbench database.
+    async fn pgbench_pay_rounds(&mut self) -> anyhow::Result<()> {
+        let text = pgbench::pay_script()?;
+        let script = self.work.join("pay_attempt.sql");
+        std::fs::write(&script, &text)?;
+        if !self
+            .results
+            .scripts
+            .iter()
+            .any(|(n, _)| n == "pay_attempt.sql")
+        {
+            self.results.scripts.push(("pay_attempt.sql".into(), text));
+        }
+        for clients in self.args.clients.clone() {
+            let need = self.orders_needed(self.pay_hint.max(5_000.0), self.args.duration, clients);
+            self.pg_stock.skip_used("payment_attempts").await?;
+            self.pg_stock.ensure(need).await?;
+            let base = self.pg_stock.next();
+            let vars = new_callback_vars(base, clients, self.args.accounts);
+            let run = self
+                .pgbench_window(&script, vars, clients, self.args.duration, false, "pay")
+                .await?;
+            self.pg_stock.skip_used("payment_attempts").await?;
+            say(run.line("pgbench pay attempt + hold", "tps  "));
+            self.results.pay_pgbench.push(run);
+        }
+        Ok(())
     }
 
     /// `redis-benchmark` at every client count, under our own key prefix.

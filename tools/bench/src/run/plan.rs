@@ -23,12 +23,13 @@ impl Bench {
         }
     }
 
-    /// (clients, round) in the order they run: every round of one count, then the next.
-    pub(super) fn schedule(&self) -> Vec<(usize, u32)> {
-        self.args
-            .clients
+    /// (clients, round) in the order they run at `counts`: every round of
+    /// one count, then the next.
+    pub(super) fn schedule(&self, counts: &[usize]) -> Vec<(usize, u32)> {
+        let rounds = self.args.rounds;
+        counts
             .iter()
-            .flat_map(|&clients| (0..self.args.rounds).map(move |round| (clients, round)))
+            .flat_map(|&clients| (0..rounds).map(move |round| (clients, round)))
             .collect()
     }
 
