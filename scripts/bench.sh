@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Benchmarks the checkout against the physical limit on this machine, in one run,
-# and writes docs/BENCHMARKS.md: the callback handler's SQL under pgbench next to
-# the same callbacks through the release backend (new, and a duplicate storm) at
-# 8, 32 and 100 clients; pay-now next to redis-benchmark; the page's .wasm size;
-# the backend's peak memory. Not part of the test suite. Takes about 9 minutes
-# (3 rounds of 10 s runs per client count; about 12 with --profile --pgbench-ping).
+# and writes docs/BENCHMARKS.md: new signed callbacks through the release backend
+# next to pgbench doing the same work in one round trip (the handler's one
+# statement, and the general path's statements pipelined) and one round trip per
+# statement, at 8, 32 and 80 clients; a duplicate storm (8 to 100 clients) next
+# to the one-statement duplicate path; pay now next to redis-benchmark's GETDEL
+# plus pgbench on pay's one statement; the page's .wasm size; the backend's peak
+# memory. Every pgbench script is generated from the SQL files the handler runs.
+# Not part of the test suite. Takes about 20 minutes (3 rounds of 10 s runs per
+# client count).
 #
 #   bash scripts/bench.sh                          # everything
 #   bash scripts/bench.sh --profile --pgbench-ping # plus perf profiles and the price of the pool's ping
 #   bash scripts/bench.sh --rounds 5 --duration 20 # steadier figures
-#   bash scripts/bench.sh --steps new,dup --clients 32,100
+#   bash scripts/bench.sh --steps new,dup --clients 32,80
 #   bash scripts/bench.sh --db-max-connections 40  # try another backend pool size
 #   bash scripts/bench.sh --steps scale            # scale-out only (about 6 minutes): new callbacks straight to
 #                                                  # one backend and through HAProxy with 1, 2, 3 backends, next

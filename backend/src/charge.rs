@@ -79,7 +79,7 @@ pub const DUPLICATE_SQL: CallbackSql = CallbackSql {
 };
 
 /// The same work as [`NEW_CHARGE_SQL`] done by the general path, statement by
-/// statement: the duplicate lookup, then the transaction [`apply_in_tx`] runs
+/// statement: the duplicate lookup, then the transaction `apply_in_tx` runs
 /// for a new success. What the handler ran for every new callback before the
 /// one statement, and still runs for every case that statement leaves alone;
 /// the benchmark replays it one round trip per statement and pipelined.
@@ -295,7 +295,7 @@ pub async fn apply_callback(
 }
 
 /// The general path alone, as the handler ran it before the one statement: a
-/// seen id is answered, anything else goes through [`apply_in_tx`] and
+/// seen id is answered, anything else goes through `apply_in_tx` and
 /// [`decide`]. The handler takes it for every case the first statement leaves
 /// alone; `tests/api/one_statement.rs` compares the two.
 pub async fn apply_callback_general(

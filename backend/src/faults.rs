@@ -16,7 +16,7 @@
 //! | point | where |
 //! |---|---|
 //! | `callback.before_tx` | signature checked, nothing written yet |
-//! | `callback.in_tx` | ledger row, status change and deduction written, not committed |
+//! | `callback.in_tx` | ledger row, status change and deduction written, not committed (the one statement of the common case runs in a transaction of its own in these builds, so it stops there too) |
 //! | `callback.after_commit` | committed, answer not sent |
 //! | `pay.after_getdel` | token consumed in Redis, no attempt row yet |
 //! | `refund.in_tx` | a refund result's REFUND row, refunded total and credit written, not committed |
