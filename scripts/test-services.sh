@@ -199,7 +199,8 @@ check "no password is printed" lacks "$out$err" "$REDIS_PASSWORD"
 step "The backend on the fallback services answers /healthz"
 run_services
 check "service step: exit status 0 (was $rc)" equals "$rc" 0
-if [[ ! -x target/debug/backend ]]; then
+backend_bin="${CARGO_TARGET_DIR:-target}/debug/backend"
+if [[ ! -x $backend_bin ]]; then
     cargo build --locked -p backend --bin backend
 fi
 (
@@ -208,7 +209,7 @@ fi
     . "$env_file"
     set +a
     exec env BIND_ADDR="127.0.0.1:$BACKEND_PORT" PLATFORM=sandbox RUST_LOG=warn \
-        target/debug/backend >"$tmp/backend.log" 2>&1
+        "$backend_bin" >"$tmp/backend.log" 2>&1
 ) &
 backend_pid=$!
 health='' status=''
