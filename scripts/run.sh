@@ -47,7 +47,7 @@ stop_sim() { [[ -n "$sim_pid" ]] && kill "$sim_pid" 2>/dev/null || true; }
 if [[ "$PLATFORM" == wechatpay || "$PLATFORM" == alipay ]]; then
     echo "==> Building platform-sim (it plays $PLATFORM, with its real protocol)"
     cargo build --release --locked -p platform-sim
-    sim=target/release/platform-sim
+    sim="${CARGO_TARGET_DIR:-target}/release/platform-sim"
     keys=.local/platform-keys
     if [[ ! -f "$keys/merchant_private_key.pem" ]]; then
         mkdir -p .local

@@ -6,7 +6,7 @@
 # answer is a 5xx and every answer matches the description (status code,
 # content type, body schema).
 #
-#   bash scripts/schemathesis.sh              (needs target/debug/backend; test.sh builds it)
+#   bash scripts/schemathesis.sh              (needs the debug backend in CARGO_TARGET_DIR or target/; test.sh builds it)
 #   ST_MAX_EXAMPLES=100 bash scripts/schemathesis.sh   a longer run
 #
 # The backend runs on a fresh database on the PostgreSQL server of
@@ -25,7 +25,7 @@ else
     "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
 fi
 
-backend=target/debug/backend
+backend="${CARGO_TARGET_DIR:-target}/debug/backend"
 [[ -x $backend ]] || { echo "error: $backend is missing: cargo build -p backend --bin backend" >&2; exit 1; }
 
 server="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}"

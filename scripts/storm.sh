@@ -14,4 +14,5 @@ bash scripts/ensure-services.sh
 set -a; . "${CHECKOUT_SERVICES_DIR:-.services}/env"; set +a
 echo "==> Building backend and storm (release)"
 cargo build --release --locked -p backend -p storm
-exec target/release/storm --backend-bin target/release/backend "$@"
+target="${CARGO_TARGET_DIR:-target}"
+exec "$target/release/storm" --backend-bin "$target/release/backend" "$@"
