@@ -261,6 +261,7 @@ async fn pay_with_new_token(
     let response = client
         .post(format!("http://{addr}/api/orders/{order_no}/request-token"))
         .header(reqwest::header::COOKIE, cookie.to_str()?)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
         .send()
         .await?;
     let status = response.status();
