@@ -61,6 +61,14 @@ pub enum Job {
     /// Distinct requests, sent in order, each expecting `200`; the worker stops
     /// early (and says so) if they run out.
     Queue(VecDeque<Prepared>),
+    /// Like [`Job::Queue`], but each request expects `status` (say `202` for a
+    /// pay whose token was issued before the window).
+    Expect {
+        /// The requests, sent in order.
+        queue: VecDeque<Prepared>,
+        /// The status a success answers with.
+        status: StatusCode,
+    },
     /// The same request over and over, expecting `200`.
     Repeat(Prepared),
     /// "Pay now" for each order in turn: `request-token` (`201`), then `pay` (`202`).
@@ -75,7 +83,8 @@ pub enum Job {
 /// The result of a load run.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// One run per measured operation: the callback; or the pay-now pair, the token and the pay.
+    /// One run per measured operation: the callback (or the pay alone); or the
+    /// pay-now pair, the token and the pay.
     pub runs: Vec<Run>,
     /// Workers that ran out of prepared requests before the end.
     pub exhausted_workers: usize,
@@ -247,10 +256,17 @@ async fn work(
                     tally.exhausted = true;
                     break;
                 };
-                callback(&mut conn, &host, &prepared, &mut tally).await;
+                one(&mut conn, &host, &prepared, StatusCode::OK, &mut tally).await;
+            }
+            Job::Expect { queue, status } => {
+                let Some(prepared) = queue.pop_front() else {
+                    tally.exhausted = true;
+                    break;
+                };
+                one(&mut conn, &host, &prepared, *status, &mut tally).await;
             }
             Job::Repeat(prepared) => {
-                callback(&mut conn, &host, prepared, &mut tally).await;
+                one(&mut conn, &host, prepared, StatusCode::OK, &mut tally).await;
             }
             Job::PayNow { orders, cookie } => {
                 let Some(order_no) = orders.pop_front() else {
@@ -300,14 +316,15 @@ async fn exchange(
     }
 }
 
-/// One callback: a success is a `200`.
-async fn callback(
+/// One request of one operation (a callback, or a pay alone): a success is `expected`.
+async fn one(
     conn: &mut Conn,
     host: &HeaderValue,
     prepared: &Prepared,
+    expected: StatusCode,
     tally: &mut WorkerTally,
 ) {
-    if let Some((_, micros)) = exchange(conn, host, prepared, StatusCode::OK, tally).await {
+    if let Some((_, micros)) = exchange(conn, host, prepared, expected, tally).await {
         tally.latencies[0].push(micros);
         tally.ok += 1;
     }

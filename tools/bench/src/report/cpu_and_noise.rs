@@ -22,6 +22,7 @@ impl Results {
             ("pgbench + ping duplicate", &self.dup_pgbench_ping),
             ("backend duplicate", &self.dup_backend),
             ("backend pay now", &self.pay),
+            ("backend pay alone", &self.pay_alone),
         ] {
             let mut seen: Vec<usize> = Vec::new();
             for run in series {

@@ -82,9 +82,29 @@ impl Results {
         in_series(&self.redis_getdel, &self.pay_pgbench)
     }
 
-    /// Backend pay-now pairs / the pay limit at `clients`.
+    /// The backend's pay runs held to the pay limit at `clients`: the pay
+    /// alone when it ran at that count, else the pay-now pairs.
+    pub fn pay_measured(&self, clients: usize) -> &[Run] {
+        if self.pay_alone_at(clients) {
+            &self.pay_alone
+        } else {
+            &self.pay
+        }
+    }
+
+    /// True when the pay alone ran at `clients` (and so is what [`Results::pay_ratio`] uses).
+    pub fn pay_alone_at(&self, clients: usize) -> bool {
+        self.pay_alone.iter().any(|r| r.clients == clients)
+    }
+
+    /// The backend's pay / the pay limit at `clients`: the pay alone when it
+    /// ran at that count, else the pay-now pairs.
     pub fn pay_ratio(&self, clients: usize) -> Option<f64> {
-        quiet_median(&round_ratios(&self.pay, &self.pay_limit(), clients))
+        quiet_median(&round_ratios(
+            self.pay_measured(clients),
+            &self.pay_limit(),
+            clients,
+        ))
     }
 
     /// Every client count any step measured, in the order first seen.

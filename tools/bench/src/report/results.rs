@@ -96,6 +96,10 @@ pub struct Results {
     pub pay_token: Vec<Run>,
     /// Pay now: the pay call alone.
     pub pay_submit: Vec<Run>,
+    /// The pay alone, its request token issued before the window (one
+    /// operation, `202`), after the pairs at each client count.
+    #[serde(default)]
+    pub pay_alone: Vec<Run>,
     /// pgbench on `START_IN_ONE_SQL`: pay's attempt and hold in one statement.
     #[serde(default)]
     pub pay_pgbench: Vec<Run>,

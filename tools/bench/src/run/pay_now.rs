@@ -1,6 +1,7 @@
-//! The pay-now step: request a token, then pay, through the backend; then
-//! `redis-benchmark` on the two Redis commands a pair sends (`SET EX NX` and
-//! `GETDEL`), at the same client counts.
+//! The pay-now step: request a token, then pay, through the backend; then the
+//! pay alone, its tokens issued before the window; then `redis-benchmark` on
+//! the two Redis commands a pair sends (`SET EX NX` and `GETDEL`), at the same
+//! client counts.
 //!
 //! The backend gets a process of its own whose sandbox delays its callbacks by
 //! an hour, so no callback lands in the window and a pair is pay-now's work alone.
@@ -8,22 +9,36 @@
 use super::new_callbacks::new_callback_vars;
 use super::windows::Side;
 use super::{Bench, say};
-use crate::load::Job;
+use crate::load::{Job, Prepared};
 use crate::pgbench;
 use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, ORDER_PREFIX};
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
 use anyhow::Context;
-use hyper::header::HeaderValue;
+use api_types::api::{PayRequest, RequestToken};
+use futures::StreamExt;
+use hyper::StatusCode;
+use hyper::header::{COOKIE, HeaderValue};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 /// Sandbox callback delay for the pay-now phase: an hour, so no callback lands while measuring.
 const PAY_CALLBACK_DELAY_MS: u64 = 3_600_000;
 
+/// Request tokens issued at once before a pay-alone window.
+const TOKEN_CONCURRENCY: usize = 32;
+
+/// The least pay-alone rate (pays/s) the order stock of a pay-alone run is
+/// sized for; a pay alone is faster than a pair, so twice the pair rate when that is more.
+const PAY_ALONE_MIN_RATE: f64 = 5_000.0;
+
+/// Progress is said every this many tokens issued.
+const TOKEN_PROGRESS_EVERY: usize = 10_000;
+
 impl Bench {
     pub(super) async fn step_pay(&mut self) -> anyhow::Result<()> {
         say(format!(
-            "==> Pay now (request token, then pay) with SANDBOX_CALLBACK_DELAY_MS={PAY_CALLBACK_DELAY_MS}, then redis-benchmark"
+            "==> Pay now (request token, then pay; then the pay alone) with SANDBOX_CALLBACK_DELAY_MS={PAY_CALLBACK_DELAY_MS}, then redis-benchmark"
         ));
         let addr = self.start_backend("pay", PAY_CALLBACK_DELAY_MS).await?;
         self.pay_cookie = Some(sign_in(addr).await?);
@@ -52,6 +67,11 @@ impl Bench {
             self.results.pay.push(pair);
             self.results.pay_token.push(token);
             self.results.pay_submit.push(submit);
+            let alone = self
+                .backend_pay_alone(addr, clients, self.args.duration)
+                .await?;
+            say(alone.line("backend pay alone", "pay/s "));
+            self.results.pay_alone.push(alone);
         }
         self.stop_backend("pay now");
         self.pgbench_pay_rounds().await?;
@@ -145,6 +165,121 @@ impl Bench {
         }
         Ok(runs)
     }
+
+    /// One run of the pay alone: request tokens for fresh orders are issued
+    /// before the window (over HTTP, [`TOKEN_CONCURRENCY`] at a time), then
+    /// each worker pays its orders in turn, each pay expecting `202`.
+    async fn backend_pay_alone(
+        &mut self,
+        addr: SocketAddr,
+        clients: usize,
+        seconds: u64,
+    ) -> anyhow::Result<Run> {
+        let rate = (2.0 * self.pay_hint).max(PAY_ALONE_MIN_RATE);
+        let need = self.orders_needed(rate, seconds, clients);
+        self.http_stock.skip_used("payment_attempts").await?;
+        self.http_stock.skip_used("request_tokens_issued").await?;
+        self.http_stock.ensure(need).await?;
+        let base = self.http_stock.next();
+        let cookie = self
+            .pay_cookie
+            .clone()
+            .context("pay now runs after signing in")?;
+        say(format!(
+            "    issuing {need} request tokens for the pay alone at {clients} clients ({TOKEN_CONCURRENCY} at a time)"
+        ));
+        let client = reqwest::Client::new();
+        let mut issued = futures::stream::iter(0..need)
+            .map(|i| {
+                pay_with_new_token(
+                    &client,
+                    addr,
+                    &cookie,
+                    format!("{ORDER_PREFIX}{}", base + i),
+                )
+            })
+            .buffer_unordered(TOKEN_CONCURRENCY);
+        let mut pays = Vec::with_capacity(usize::try_from(need).unwrap_or_default());
+        let (mut failed, mut first_failure) = (0_usize, None);
+        while let Some(result) = issued.next().await {
+            match result {
+                Ok(pay) => pays.push(pay),
+                Err(err) => {
+                    failed += 1;
+                    first_failure.get_or_insert_with(|| format!("{err:#}"));
+                }
+            }
+            let done = pays.len() + failed;
+            if done % TOKEN_PROGRESS_EVERY == 0 {
+                say(format!("      {done} / {need} tokens issued"));
+            }
+        }
+        drop(issued);
+        if let Some(first) = first_failure {
+            let note = format!(
+                "pay alone at {clients} clients: {failed} of {need} request tokens could not be issued (first: {first})"
+            );
+            say(format!("      {note}"));
+            self.results.notes.push(note);
+        }
+        anyhow::ensure!(
+            !pays.is_empty(),
+            "no request token issued for the pay alone at {clients} clients"
+        );
+        let mut queues: Vec<VecDeque<Prepared>> = (0..clients)
+            .map(|_| VecDeque::with_capacity(pays.len().div_ceil(clients)))
+            .collect();
+        for (i, pay) in pays.into_iter().enumerate() {
+            if let Some(queue) = queues.get_mut(i % clients) {
+                queue.push_back(pay);
+            }
+        }
+        let jobs = queues
+            .into_iter()
+            .map(|queue| Job::Expect {
+                queue,
+                status: StatusCode::ACCEPTED,
+            })
+            .collect();
+        self.before_run(Side::Backend, false).await?;
+        let run = self.load(addr, jobs, seconds, "pay alone").await;
+        // Orders with a token but no pay are not fresh either.
+        self.http_stock.skip_used("request_tokens_issued").await?;
+        self.http_stock.skip_used("payment_attempts").await?;
+        run
+    }
+}
+
+/// Requests a token for `order_no` as the shopper of `cookie`; returns the pay
+/// request that spends it, ready to send.
+async fn pay_with_new_token(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    cookie: &HeaderValue,
+    order_no: String,
+) -> anyhow::Result<Prepared> {
+    let response = client
+        .post(format!("http://{addr}/api/orders/{order_no}/request-token"))
+        .header(reqwest::header::COOKIE, cookie.to_str()?)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .send()
+        .await?;
+    let status = response.status();
+    anyhow::ensure!(
+        status == reqwest::StatusCode::CREATED,
+        "request-token for {order_no} answered HTTP {}",
+        status.as_u16()
+    );
+    let token: RequestToken = response
+        .json()
+        .await
+        .with_context(|| format!("request-token for {order_no} answered no token"))?;
+    let body = serde_json::to_vec(&PayRequest {
+        request_token: token.request_token,
+    })?;
+    let mut pay = Prepared::post_json(format!("/api/orders/{order_no}/pay"), body.into());
+    pay.headers.insert(COOKIE, cookie.clone());
+    Ok(pay)
 }
 
 /// Signs the bench shopper in; returns the `Cookie` header of their session.
