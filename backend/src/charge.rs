@@ -39,6 +39,7 @@ use crate::db::callbacks::{self, FirstLook, NewCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
+use crate::duplicates::SeenCallbacks;
 use crate::error::ApiError;
 use crate::faults;
 use api_types::api::{CallbackAck, CallbackEvent, CallbackType};
@@ -266,6 +267,7 @@ const fn is_refund_event(kind: CallbackType) -> bool {
 )]
 pub async fn apply_callback(
     db: &PgPool,
+    seen: &SeenCallbacks,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
     // The checkout's payment id, when the platform echoes it back; `outcome` is
@@ -274,9 +276,23 @@ pub async fn apply_callback(
         tracing::Span::current().record("payment_id", payment_id);
     }
     faults::crash_point("callback.before_tx");
+    if let Some(known) = seen.get(&callback.callback_id)
+        && known.body_sha256 == callback.body_sha256
+    {
+        // Processed before, by this instance's knowledge (committed): log the
+        // delivery with whatever other duplicates are waiting, then answer.
+        seen.log(delivery(callback, CallbackOutcome::Duplicate, 200))
+            .await?;
+        return Ok(duplicate_answer(known.outcome));
+    }
     let started = std::time::Instant::now();
     match first_statement(db, callback).await? {
         FirstLook::Charged => {
+            seen.remember(
+                &callback.callback_id,
+                &callback.body_sha256,
+                CallbackOutcome::Charged,
+            );
             crate::metrics::charge_transaction(started);
             faults::crash_point("callback.after_commit");
             record_outcome(CallbackOutcome::Charged);
@@ -289,8 +305,55 @@ pub async fn apply_callback(
                 duplicate: false,
             })
         }
-        FirstLook::Seen(seen) => answer_seen(db, callback, seen).await,
-        FirstLook::Undecided => apply_in_new_tx(db, callback).await,
+        FirstLook::Seen(processed) => {
+            seen.remember(
+                &callback.callback_id,
+                &processed.body_sha256,
+                processed.outcome,
+            );
+            answer_seen(db, callback, processed).await
+        }
+        FirstLook::Undecided => {
+            let answer = apply_in_new_tx(db, callback).await;
+            if answer.is_ok() {
+                // Claimed and committed (by us, or found claimed by a concurrent delivery).
+                if let Ok(Some(processed)) =
+                    callbacks::find_processed(db, &callback.callback_id).await
+                {
+                    seen.remember(
+                        &callback.callback_id,
+                        &callback.body_sha256,
+                        processed.outcome,
+                    );
+                }
+            }
+            answer
+        }
+    }
+}
+
+/// The 200 for a duplicate (`first`: what the id's first delivery did).
+fn duplicate_answer(first: CallbackOutcome) -> CallbackAck {
+    record_outcome(CallbackOutcome::Duplicate);
+    tracing::info!(first_outcome = %first, "duplicate callback acknowledged, nothing changed");
+    CallbackAck {
+        code: "SUCCESS".into(),
+        duplicate: true,
+    }
+}
+
+/// The delivery row of `callback` answered `http_status` with `outcome`.
+fn delivery(
+    callback: &VerifiedCallback,
+    outcome: CallbackOutcome,
+    http_status: u16,
+) -> Delivery<'_> {
+    Delivery {
+        callback_id: &callback.callback_id,
+        order_no: Some(&callback.event.data.order_no),
+        event_type: Some(callback.event.kind),
+        outcome,
+        http_status,
     }
 }
 
@@ -574,12 +637,7 @@ async fn answer_seen(
     seen: callbacks::ProcessedCallback,
 ) -> Result<CallbackAck, ApiError> {
     if seen.body_sha256 == callback.body_sha256 {
-        record_outcome(CallbackOutcome::Duplicate);
-        tracing::info!(first_outcome = %seen.outcome, "duplicate callback acknowledged, nothing changed");
-        return Ok(CallbackAck {
-            code: "SUCCESS".into(),
-            duplicate: true,
-        });
+        return Ok(duplicate_answer(seen.outcome));
     }
     let details = json!({
         "first_body_sha256": seen.body_sha256,
@@ -666,17 +724,7 @@ pub(crate) async fn log_delivery(
     outcome: CallbackOutcome,
     http_status: u16,
 ) -> Result<(), ApiError> {
-    deliveries::record(
-        &mut **tx,
-        Delivery {
-            callback_id: &callback.callback_id,
-            order_no: Some(&callback.event.data.order_no),
-            event_type: Some(callback.event.kind),
-            outcome,
-            http_status,
-        },
-    )
-    .await?;
+    deliveries::record(&mut **tx, delivery(callback, outcome, http_status)).await?;
     Ok(())
 }
 

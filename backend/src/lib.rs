@@ -11,6 +11,7 @@ pub mod auth;
 pub mod charge;
 pub mod config;
 pub mod db;
+pub mod duplicates;
 pub mod env;
 pub mod error;
 pub mod expiry;

@@ -161,7 +161,7 @@ impl Application {
         .context("cannot prepare the session store")?;
 
         let state = AppState {
-            db,
+            db: db.clone(),
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
@@ -174,6 +174,7 @@ impl Application {
             order_ttl_secs: config.order_ttl_secs,
             trusted_proxies: crate::extract::TrustedProxies::new(&config.trusted_proxies),
             shutdown: crate::shutdown::Shutdown::new(),
+            seen: crate::duplicates::SeenCallbacks::new(db.clone()),
         };
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),

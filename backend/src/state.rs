@@ -38,4 +38,6 @@ pub struct AppState {
     pub trusted_proxies: crate::extract::TrustedProxies,
     /// Serving or draining (`/readyz`).
     pub shutdown: crate::shutdown::Shutdown,
+    /// Callback ids known processed, and the group-commit log of duplicates.
+    pub seen: crate::duplicates::SeenCallbacks,
 }
