@@ -13,8 +13,8 @@
 //! A duplicate's delivery is still logged before it is answered, but many
 //! duplicates share one statement and one commit: [`SeenCallbacks::log`] hands
 //! the row to a writer task that inserts every row waiting (up to
-//! [`BATCH_MAX`]) in one `INSERT ... SELECT FROM UNNEST`, then answers each
-//! waiter. Under a storm of `n` concurrent duplicates the database writes about
+//! [`BATCH_MAX`]) in one `INSERT ... SELECT FROM UNNEST`, up to [`WRITERS`]
+//! batches at once, then answers each waiter. Under a storm of `n` concurrent duplicates the database writes about
 //! one commit per batch instead of one per delivery; alone, a duplicate costs
 //! what it did (one statement).
 
@@ -30,6 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 pub const GENERATION: usize = 25_000;
 /// Most deliveries one statement logs.
 pub const BATCH_MAX: usize = 256;
+/// Batches written at once (each on a pool connection of its own).
+pub const WRITERS: usize = 4;
 
 /// What a processed callback id was.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,19 +138,33 @@ impl SeenCallbacks {
     }
 }
 
-/// The writer: takes the first row waiting, every other row already waiting
-/// (up to [`BATCH_MAX`]), inserts them in one statement and tells each waiter.
+/// The writer: with a free slot (of [`WRITERS`]), takes the first row
+/// waiting and every other row already waiting (up to [`BATCH_MAX`]), inserts
+/// them in one statement and tells each waiter. Rows arriving while every slot
+/// is busy wait together for the next batch; batches in flight at once share
+/// PostgreSQL's own group commit.
 async fn write_batches(db: PgPool, mut rows: mpsc::Receiver<Pending>) {
-    let mut batch = Vec::with_capacity(BATCH_MAX);
-    while rows.recv_many(&mut batch, BATCH_MAX).await > 0 {
-        let result = insert(&db, &batch).await.map_err(|err| err.to_string());
-        if let Err(err) = &result {
-            tracing::warn!(error = %err, rows = batch.len(), "could not log duplicate deliveries");
+    let slots = Arc::new(tokio::sync::Semaphore::new(WRITERS));
+    loop {
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let mut batch = Vec::with_capacity(BATCH_MAX);
+        if rows.recv_many(&mut batch, BATCH_MAX).await == 0 {
+            return;
         }
-        for pending in batch.drain(..) {
-            // A waiter that went away (its request was cut) needs no answer.
-            let _ = pending.done.send(result.clone());
-        }
+        let db = db.clone();
+        tokio::spawn(async move {
+            let result = insert(&db, &batch).await.map_err(|err| err.to_string());
+            if let Err(err) = &result {
+                tracing::warn!(error = %err, rows = batch.len(), "could not log duplicate deliveries");
+            }
+            for pending in batch {
+                // A waiter that went away (its request was cut) needs no answer.
+                let _ = pending.done.send(result.clone());
+            }
+            drop(slot);
+        });
     }
 }
 

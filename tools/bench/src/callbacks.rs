@@ -2,7 +2,7 @@
 //! (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
 
 use crate::load::Prepared;
-use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX, order_amount};
+use crate::postgres::{CALLBACK_PREFIX, PAYMENT_PREFIX, order_amount, order_no};
 use api_types::api::CallbackType;
 use callback_signing::{CallbackSecret, HEADER_ID, PaymentResult};
 use time::OffsetDateTime;
@@ -33,7 +33,7 @@ impl Signer {
         let body = callback_signing::event_body(
             &PaymentResult {
                 kind: CallbackType::PaymentSucceeded,
-                order_no: &format!("{ORDER_PREFIX}{k}"),
+                order_no: &order_no(k),
                 amount_cents: order_amount(k),
                 currency: "EUR".parse()?,
                 payment_id: &format!("{PAYMENT_PREFIX}{k}"),

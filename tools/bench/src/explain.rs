@@ -2,7 +2,7 @@
 //! values the handler would bind, inside a transaction that is rolled back.
 
 use crate::pgbench::{self, BODY_SHA256, CallbackPath, EVENT_TYPE};
-use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX};
+use crate::postgres::{CALLBACK_PREFIX, order_no, order_no_sql};
 use anyhow::{Context, bail};
 use backend::charge::{Decision, NEW_CHARGE_SQL};
 use sqlx::{PgPool, Row};
@@ -26,7 +26,7 @@ struct Order {
 /// The plans of the statements of a new callback for order `k`, in order.
 pub async fn new_callback(pool: &PgPool, k: i64) -> anyhow::Result<Vec<(String, String)>> {
     let mut tx = pool.begin().await?;
-    let order_no = format!("{ORDER_PREFIX}{k}");
+    let order_no = order_no(k);
     let row = sqlx::query(
         "SELECT account_id, amount_cents, currency FROM orders WHERE order_no = $1 AND status = 'PENDING'",
     )
@@ -73,6 +73,9 @@ fn resolve(expression: &str, k: i64, order: &Order) -> anyhow::Result<Value> {
         .and_then(|rest| rest.strip_suffix("' || :k)"))
     {
         return Ok(Value::Text(format!("{prefix}{k}")));
+    }
+    if expression == order_no_sql(":k") {
+        return Ok(Value::Text(order_no(k)));
     }
     Ok(match expression {
         ":order_no" => Value::Text(order.order_no.clone()),

@@ -14,7 +14,7 @@
 //! Order `k` of a new callback: client `c` of `n` takes `k = base + c + n * i`
 //! in its `i`-th transaction (pgbench keeps `i` per client across transactions).
 
-use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX};
+use crate::postgres::{CALLBACK_PREFIX, PAYMENT_PREFIX, order_no_sql};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
 use backend::charge::{
@@ -84,7 +84,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
     } else {
         ":dup_callback_id".to_owned()
     };
-    let fresh_order = format!("('{ORDER_PREFIX}' || :k)");
+    let fresh_order = order_no_sql(":k");
     let payment_id = format!("('{PAYMENT_PREFIX}' || :k)");
     let plain = |args: &[&str]| Binding {
         args: args.iter().map(|&a| a.to_owned()).collect(),
@@ -96,7 +96,7 @@ fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
     // orders were made (`postgres::OrderStock`).
     let pipelined = path == CallbackPath::NewPipelined;
     let account = if pipelined {
-        "md5('bench-account-' || (:k % :accounts))::uuid".to_owned()
+        "md5('bench-account-' || (:k::bigint % :accounts::bigint))::uuid".to_owned()
     } else {
         ":account_id".to_owned()
     };
@@ -273,7 +273,7 @@ pub fn pay_script() -> anyhow::Result<String> {
     let args: Vec<String> = [
         "gen_random_uuid()",
         "gen_random_uuid()",
-        &format!("('{ORDER_PREFIX}' || :k)"),
+        &order_no_sql(":k"),
         ":amount",
         "'EUR'",
         "'{\"status\":\"PENDING\"}'::jsonb",

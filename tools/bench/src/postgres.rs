@@ -11,8 +11,22 @@ use sqlx::{Connection, PgConnection, PgPool, Row};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Order numbers are `ORDER_PREFIX` + k.
-pub const ORDER_PREFIX: &str = "bench_";
+/// Order numbers are `ORDER_PREFIX` + k in [`ORDER_DIGITS`] zero-padded
+/// decimal digits: the shape the backend's order numbers have (`ord_` and 28
+/// hex digits; the routes refuse any other), so the pay routes take them.
+pub const ORDER_PREFIX: &str = "ord_";
+/// Digits after [`ORDER_PREFIX`].
+pub const ORDER_DIGITS: usize = 28;
+
+/// The number of order `k`.
+pub fn order_no(k: i64) -> String {
+    format!("{ORDER_PREFIX}{k:0>width$}", width = ORDER_DIGITS)
+}
+
+/// SQL (or a pgbench expression) for the number of the order whose `k` is `k_expr`.
+pub fn order_no_sql(k_expr: &str) -> String {
+    format!("('{ORDER_PREFIX}' || lpad(({k_expr})::text, {ORDER_DIGITS}, '0'))")
+}
 /// Callback ids are `CALLBACK_PREFIX` + k.
 pub const CALLBACK_PREFIX: &str = "cb_";
 /// Platform payment ids are `PAYMENT_PREFIX` + k.
@@ -313,7 +327,7 @@ impl OrderStock {
         let new_end = want_end + count / 2;
         sqlx::query(
             "INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, expires_at)
-             SELECT $4 || k, md5('bench-shopper')::uuid, md5('bench-account-' || (k % $3))::uuid,
+             SELECT $4 || lpad(k::text, 28, '0'), md5('bench-shopper')::uuid, md5('bench-account-' || (k % $3))::uuid,
                     1000 + k % 1000, 'EUR', now() + interval '1 day'
              FROM generate_series($1, $2 - 1) k",
         )
@@ -344,7 +358,7 @@ impl OrderStock {
                       response_body, status, submitted_at, platform_payment_id)
                  SELECT md5('bench-attempt-' || k)::uuid, md5('bench-token-' || k)::uuid, o.order_no,
                         o.amount_cents, o.currency, 202, '{}'::jsonb, 'SUBMITTED', now(), $4 || k
-                 FROM generate_series($1, $2 - 1) k JOIN orders o ON o.order_no = $3 || k
+                 FROM generate_series($1, $2 - 1) k JOIN orders o ON o.order_no = $3 || lpad(k::text, 28, '0')
                  WHERE o.status = 'PENDING'
                    AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
                  RETURNING order_no, amount_cents)
@@ -367,7 +381,7 @@ impl OrderStock {
     /// column) mentions as used.
     pub async fn skip_used(&mut self, table: &str) -> anyhow::Result<()> {
         let max: Option<i64> = sqlx::query_scalar(&format!(
-            "SELECT max(substr(order_no, {})::bigint) FROM {table} WHERE order_no LIKE 'bench\\_%'",
+            "SELECT max(substr(order_no, {})::bigint) FROM {table} WHERE order_no LIKE 'ord\\_%'",
             ORDER_PREFIX.len() + 1
         ))
         .fetch_one(&self.pool)

@@ -11,7 +11,7 @@ use super::windows::Side;
 use super::{Bench, say};
 use crate::load::{self, Job, Prepared};
 use crate::pgbench::{self, CallbackPath, Invocation};
-use crate::postgres::{CALLBACK_PREFIX, ORDER_PREFIX, PAYMENT_PREFIX, order_amount};
+use crate::postgres::{CALLBACK_PREFIX, PAYMENT_PREFIX, order_amount, order_no};
 use crate::stats::Run;
 use std::path::Path;
 
@@ -52,7 +52,7 @@ impl Bench {
                 "dup_callback_id".to_owned(),
                 format!("{CALLBACK_PREFIX}{k}"),
             ),
-            ("dup_order_no".to_owned(), format!("{ORDER_PREFIX}{k}")),
+            ("dup_order_no".to_owned(), order_no(k)),
             ("dup_payment_id".to_owned(), format!("{PAYMENT_PREFIX}{k}")),
             ("dup_amount".to_owned(), order_amount(k).to_string()),
         ];

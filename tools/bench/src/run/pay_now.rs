@@ -11,7 +11,7 @@ use super::windows::Side;
 use super::{Bench, say};
 use crate::load::{Job, Prepared};
 use crate::pgbench;
-use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, ORDER_PREFIX};
+use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, order_no};
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
 use anyhow::Context;
@@ -152,7 +152,7 @@ impl Bench {
         let jobs = (0..clients)
             .map(|worker| Job::PayNow {
                 orders: (0..per_worker)
-                    .map(|i| format!("{ORDER_PREFIX}{}", base + (worker + clients * i) as i64))
+                    .map(|i| order_no(base + (worker + clients * i) as i64))
                     .collect(),
                 cookie: cookie.clone(),
             })
@@ -190,14 +190,7 @@ impl Bench {
         ));
         let client = reqwest::Client::new();
         let mut issued = futures::stream::iter(0..need)
-            .map(|i| {
-                pay_with_new_token(
-                    &client,
-                    addr,
-                    &cookie,
-                    format!("{ORDER_PREFIX}{}", base + i),
-                )
-            })
+            .map(|i| pay_with_new_token(&client, addr, &cookie, order_no(base + i)))
             .buffer_unordered(TOKEN_CONCURRENCY);
         let mut pays = Vec::with_capacity(usize::try_from(need).unwrap_or_default());
         let (mut failed, mut first_failure) = (0_usize, None);
