@@ -16,11 +16,14 @@ impl Results {
         let _ = writeln!(w, "# Benchmarks against the physical limit\n");
         let _ = writeln!(
             w,
-            "The callback handler is compared with `pgbench` running exactly the SQL the handler runs \
-             (generated from `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`), on the same \
-             machine, in the same run, with the same data. pgbench is the limit: PostgreSQL doing \
-             the transaction with nothing in front of it. Pay-now is shown next to `redis-benchmark` \
-             for the two Redis commands it sends.\n"
+            "The callback handler is compared with `pgbench` doing the same work with as few round trips \
+             as it can, generated from the SQL files the handler runs: its one statement \
+             (`backend::charge::NEW_CHARGE_SQL`, `DUPLICATE_SQL`) and the general path's statements \
+             pipelined into one round trip (`GENERAL_CHARGE_SQL`), with the same statements one round \
+             trip each and the bare duplicate lookup (`DUPLICATE_LOOKUP_SQL`) beside them; on the same \
+             machine, in the same run, with the same data. pgbench is the limit: PostgreSQL doing the \
+             work with nothing in front of it. Pay now is held to Redis's `GETDEL` then pgbench on \
+             pay's own statement (`backend::db::attempts::START_IN_ONE_SQL`).\n"
         );
         let _ = writeln!(
             w,
