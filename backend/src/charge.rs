@@ -116,6 +116,23 @@ pub struct VerifiedCallback {
     pub origin: Origin,
 }
 
+impl VerifiedCallback {
+    /// What [`callbacks::first_statement`] binds for this callback.
+    pub fn incoming(&self) -> callbacks::Incoming<'_> {
+        let data = &self.event.data;
+        callbacks::Incoming {
+            callback_id: &self.callback_id,
+            order_no: &data.order_no,
+            event_type: self.event.kind,
+            body_sha256: &self.body_sha256,
+            payment_id: &data.payment_id,
+            merchant_reference: data.merchant_reference.as_deref(),
+            amount_cents: data.amount_cents,
+            currency: data.currency.as_str(),
+        }
+    }
+}
+
 /// How a result reached us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -287,48 +304,35 @@ pub async fn apply_callback(
     }
     let started = std::time::Instant::now();
     match first_statement(db, callback).await? {
-        FirstLook::Charged => {
-            seen.remember(
-                &callback.callback_id,
-                &callback.body_sha256,
-                CallbackOutcome::Charged,
-            );
-            crate::metrics::charge_transaction(started);
-            faults::crash_point("callback.after_commit");
-            record_outcome(CallbackOutcome::Charged);
-            tracing::info!(
-                outcome = CallbackOutcome::Charged.as_str(),
-                "callback applied"
-            );
-            Ok(CallbackAck {
-                code: "SUCCESS".into(),
-                duplicate: false,
-            })
-        }
-        FirstLook::Seen(processed) => {
-            seen.remember(
-                &callback.callback_id,
-                &processed.body_sha256,
-                processed.outcome,
-            );
-            answer_seen(db, callback, processed).await
-        }
-        FirstLook::Undecided => {
-            let answer = apply_in_new_tx(db, callback).await;
-            if answer.is_ok() {
-                // Claimed and committed (by us, or found claimed by a concurrent delivery).
-                if let Ok(Some(processed)) =
-                    callbacks::find_processed(db, &callback.callback_id).await
-                {
-                    seen.remember(
-                        &callback.callback_id,
-                        &callback.body_sha256,
-                        processed.outcome,
-                    );
-                }
-            }
-            answer
-        }
+        FirstLook::Charged => Ok(applied(
+            Some(seen),
+            callback,
+            CallbackOutcome::Charged,
+            started,
+        )),
+        FirstLook::Seen(processed) => answer_seen(db, Some(seen), callback, processed).await,
+        FirstLook::Undecided => apply_in_new_tx(db, Some(seen), callback).await,
+    }
+}
+
+/// The 200 for a callback applied and committed with `outcome` (the
+/// transaction having started at `started`); `seen`, when given, remembers it.
+fn applied(
+    seen: Option<&SeenCallbacks>,
+    callback: &VerifiedCallback,
+    outcome: CallbackOutcome,
+    started: std::time::Instant,
+) -> CallbackAck {
+    if let Some(seen) = seen {
+        seen.remember(&callback.callback_id, &callback.body_sha256, outcome);
+    }
+    crate::metrics::charge_transaction(started);
+    faults::crash_point("callback.after_commit");
+    record_outcome(outcome);
+    tracing::info!(outcome = outcome.as_str(), "callback applied");
+    CallbackAck {
+        code: "SUCCESS".into(),
+        duplicate: false,
     }
 }
 
@@ -365,27 +369,17 @@ pub async fn apply_callback_general(
     db: &PgPool,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
-    if let Some(ack) = answer_if_seen(db, callback).await? {
+    if let Some(ack) = answer_if_seen(db, None, callback).await? {
         return Ok(ack);
     }
-    apply_in_new_tx(db, callback).await
+    apply_in_new_tx(db, None, callback).await
 }
 
 /// Runs [`callbacks::first_statement`]. In builds with crash points it runs in
 /// a transaction of its own, so `callback.in_tx` can kill the process with
 /// every row written and nothing committed, as it does in the general path.
 async fn first_statement(db: &PgPool, callback: &VerifiedCallback) -> Result<FirstLook, ApiError> {
-    let data = &callback.event.data;
-    let incoming = callbacks::Incoming {
-        callback_id: &callback.callback_id,
-        order_no: &data.order_no,
-        event_type: callback.event.kind,
-        body_sha256: &callback.body_sha256,
-        payment_id: &data.payment_id,
-        merchant_reference: data.merchant_reference.as_deref(),
-        amount_cents: data.amount_cents,
-        currency: data.currency.as_str(),
-    };
+    let incoming = callback.incoming();
     if cfg!(feature = "fault-injection") {
         let mut tx = db.begin().await?;
         let look = callbacks::first_statement(&mut *tx, &incoming).await?;
@@ -399,9 +393,11 @@ async fn first_statement(db: &PgPool, callback: &VerifiedCallback) -> Result<Fir
     }
 }
 
-/// The general transaction for a callback id not seen before.
+/// The general transaction for a callback id not seen before; `seen`, when
+/// given, remembers the id once it is known processed.
 async fn apply_in_new_tx(
     db: &PgPool,
+    seen: Option<&SeenCallbacks>,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
     let started = std::time::Instant::now();
@@ -410,19 +406,12 @@ async fn apply_in_new_tx(
         Applied::Done(outcome) => {
             faults::crash_point("callback.in_tx");
             tx.commit().await?;
-            crate::metrics::charge_transaction(started);
-            faults::crash_point("callback.after_commit");
-            record_outcome(outcome);
-            tracing::info!(outcome = outcome.as_str(), "callback applied");
-            Ok(CallbackAck {
-                code: "SUCCESS".into(),
-                duplicate: false,
-            })
+            Ok(applied(seen, callback, outcome, started))
         }
         Applied::AlreadyClaimed => {
             // A concurrent delivery of the same id committed between our first look and now.
             tx.rollback().await?;
-            answer_if_seen(db, callback)
+            answer_if_seen(db, seen, callback)
                 .await?
                 .ok_or_else(|| ApiError::internal(anyhow::anyhow!("claimed callback vanished")))
         }
@@ -613,6 +602,7 @@ async fn execute(
 /// another body is a conflict (409, flagged for review). `None`: never seen.
 async fn answer_if_seen(
     db: &PgPool,
+    remember: Option<&SeenCallbacks>,
     callback: &VerifiedCallback,
 ) -> Result<Option<CallbackAck>, ApiError> {
     let Some(seen) = callbacks::find_and_log_duplicate(
@@ -626,16 +616,20 @@ async fn answer_if_seen(
     else {
         return Ok(None);
     };
-    answer_seen(db, callback, seen).await.map(Some)
+    answer_seen(db, remember, callback, seen).await.map(Some)
 }
 
 /// The answer to a callback id processed before (`seen`): a duplicate (its
 /// delivery already logged by the statement that found it) or a conflict.
 async fn answer_seen(
     db: &PgPool,
+    remember: Option<&SeenCallbacks>,
     callback: &VerifiedCallback,
     seen: callbacks::ProcessedCallback,
 ) -> Result<CallbackAck, ApiError> {
+    if let Some(cache) = remember {
+        cache.remember(&callback.callback_id, &seen.body_sha256, seen.outcome);
+    }
     if seen.body_sha256 == callback.body_sha256 {
         return Ok(duplicate_answer(seen.outcome));
     }

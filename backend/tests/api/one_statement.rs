@@ -306,22 +306,9 @@ async fn run_case(db: &PgPool, seen: &SeenCallbacks, n: usize, case: Case) -> Re
             MerchantRef::Absent | MerchantRef::Canonical
         );
     let before = rows(db, &order_c, &ids[2]).await;
-    let data = &callback_c.event.data;
-    let look = callbacks::first_statement(
-        db,
-        &Incoming {
-            callback_id: &callback_c.callback_id,
-            order_no: &data.order_no,
-            event_type: case.kind,
-            body_sha256: &callback_c.body_sha256,
-            payment_id: &data.payment_id,
-            merchant_reference: data.merchant_reference.as_deref(),
-            amount_cents: data.amount_cents,
-            currency: data.currency.as_str(),
-        },
-    )
-    .await
-    .map_err(|err| format!("{case:?}: first statement failed: {err}"))?;
+    let look = callbacks::first_statement(db, &callback_c.incoming())
+        .await
+        .map_err(|err| format!("{case:?}: first statement failed: {err}"))?;
     let after = rows(db, &order_c, &ids[2]).await;
     match look {
         FirstLook::Charged if common => {
@@ -395,17 +382,7 @@ async fn a_duplicate_is_answered_and_logged_by_the_one_statement_and_changes_not
     );
     let after_first = rows(&app.db, &order_no, "eq_dup").await;
 
-    let data = &first.event.data;
-    let incoming = Incoming {
-        callback_id: "eq_dup",
-        order_no: &order_no,
-        event_type: CallbackType::PaymentSucceeded,
-        body_sha256: &first.body_sha256,
-        payment_id: &data.payment_id,
-        merchant_reference: data.merchant_reference.as_deref(),
-        amount_cents: AMOUNT,
-        currency: "EUR",
-    };
+    let incoming = first.incoming();
     let look = callbacks::first_statement(&app.db, &incoming)
         .await
         .expect("statement");
