@@ -11,19 +11,20 @@
 //! it, or this one restarted) goes to the database as before.
 //!
 //! A duplicate's delivery is still logged before it is answered, but many
-//! duplicates share one statement and one commit: [`SeenCallbacks::log`] hands
-//! the row to a writer task that inserts every row waiting (up to
-//! [`BATCH_MAX`]) in one `INSERT ... SELECT FROM UNNEST`, up to [`WRITERS`]
-//! batches at once, then answers each waiter. Under a storm of `n` concurrent duplicates the database writes about
-//! one commit per batch instead of one per delivery; alone, a duplicate costs
-//! what it did (one statement).
+//! duplicates share one statement and one commit ([`crate::group_commit`]):
+//! [`SeenCallbacks::log`] hands the row to a writer that inserts every row
+//! waiting (up to [`BATCH_MAX`]) in one `INSERT ... SELECT FROM UNNEST`, up to
+//! [`WRITERS`] batches at once, then answers each waiter. Under a storm of `n`
+//! concurrent duplicates the database writes about one commit per batch
+//! instead of one per delivery; alone, a duplicate costs what it did (one
+//! statement).
 
 use crate::db::deliveries::Delivery;
+use crate::group_commit::{GroupCommit, GroupCommitError};
 use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot};
 
 /// Ids remembered per generation; two generations are kept, so between
 /// `GENERATION` and twice that many of the newest ids are remembered (a few MiB).
@@ -42,14 +43,13 @@ pub struct Seen {
     pub outcome: CallbackOutcome,
 }
 
-/// One delivery row waiting for the writer, and who to tell.
-struct Pending {
+/// One delivery row for the writer.
+struct DeliveryRow {
     callback_id: String,
     order_no: Option<String>,
     event_type: Option<CallbackType>,
     outcome: CallbackOutcome,
     http_status: i16,
-    done: oneshot::Sender<Result<(), String>>,
 }
 
 #[derive(Default)]
@@ -63,7 +63,7 @@ struct Generations {
 #[derive(Clone)]
 pub struct SeenCallbacks {
     seen: Arc<Mutex<Generations>>,
-    writer: mpsc::Sender<Pending>,
+    writer: GroupCommit<DeliveryRow>,
 }
 
 impl std::fmt::Debug for SeenCallbacks {
@@ -75,11 +75,15 @@ impl std::fmt::Debug for SeenCallbacks {
 impl SeenCallbacks {
     /// Starts the writer task on `db`; it ends when the last clone is dropped.
     pub fn new(db: PgPool) -> Self {
-        let (writer, rows) = mpsc::channel(4 * BATCH_MAX);
-        tokio::spawn(write_batches(db, rows));
         Self {
             seen: Arc::new(Mutex::new(Generations::default())),
-            writer,
+            writer: GroupCommit::start(
+                "duplicate deliveries",
+                db,
+                BATCH_MAX,
+                WRITERS,
+                |db, rows| async move { insert(&db, &rows).await },
+            ),
         }
     }
 
@@ -117,58 +121,23 @@ impl SeenCallbacks {
     /// Logs one delivery and returns once it is committed, sharing the
     /// statement and the commit with every delivery waiting at the same time.
     pub async fn log(&self, delivery: Delivery<'_>) -> Result<(), crate::error::ApiError> {
-        let (done, answer) = oneshot::channel();
-        let pending = Pending {
+        let row = DeliveryRow {
             callback_id: delivery.callback_id.to_owned(),
             order_no: delivery.order_no.map(str::to_owned),
             event_type: delivery.event_type,
             outcome: delivery.outcome,
             http_status: i16::try_from(delivery.http_status).unwrap_or(i16::MAX),
-            done,
         };
-        let gone =
-            || crate::error::ApiError::internal(anyhow::anyhow!("the delivery log writer stopped"));
-        self.writer.send(pending).await.map_err(|_| gone())?;
-        match answer.await.map_err(|_| gone())? {
-            Ok(()) => Ok(()),
-            Err(message) => Err(crate::error::ApiError::DatabaseUnavailable(
-                sqlx::Error::Protocol(message),
-            )),
-        }
+        self.writer.write(row).await.map_err(|err| match err {
+            GroupCommitError::Failed { message, .. } => {
+                crate::error::ApiError::DatabaseUnavailable(sqlx::Error::Protocol(message))
+            }
+            stopped @ GroupCommitError::Stopped { .. } => crate::error::ApiError::internal(stopped),
+        })
     }
 }
 
-/// The writer: with a free slot (of [`WRITERS`]), takes the first row
-/// waiting and every other row already waiting (up to [`BATCH_MAX`]), inserts
-/// them in one statement and tells each waiter. Rows arriving while every slot
-/// is busy wait together for the next batch; batches in flight at once share
-/// PostgreSQL's own group commit.
-async fn write_batches(db: PgPool, mut rows: mpsc::Receiver<Pending>) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(WRITERS));
-    loop {
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
-        let mut batch = Vec::with_capacity(BATCH_MAX);
-        if rows.recv_many(&mut batch, BATCH_MAX).await == 0 {
-            return;
-        }
-        let db = db.clone();
-        tokio::spawn(async move {
-            let result = insert(&db, &batch).await.map_err(|err| err.to_string());
-            if let Err(err) = &result {
-                tracing::warn!(error = %err, rows = batch.len(), "could not log duplicate deliveries");
-            }
-            for pending in batch {
-                // A waiter that went away (its request was cut) needs no answer.
-                let _ = pending.done.send(result.clone());
-            }
-            drop(slot);
-        });
-    }
-}
-
-async fn insert(db: &PgPool, batch: &[Pending]) -> sqlx::Result<()> {
+async fn insert(db: &PgPool, batch: &[DeliveryRow]) -> sqlx::Result<()> {
     let ids: Vec<&str> = batch.iter().map(|p| p.callback_id.as_str()).collect();
     let orders: Vec<Option<&str>> = batch.iter().map(|p| p.order_no.as_deref()).collect();
     let events: Vec<Option<&str>> = batch
@@ -195,15 +164,14 @@ mod tests {
     use super::*;
 
     fn cache() -> SeenCallbacks {
-        let (writer, _rows) = mpsc::channel(1);
-        SeenCallbacks {
-            seen: Arc::new(Mutex::new(Generations::default())),
-            writer,
-        }
+        let db = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://nobody@127.0.0.1:1/none")
+            .expect("lazy pool");
+        SeenCallbacks::new(db)
     }
 
-    #[test]
-    fn a_remembered_id_is_found_with_its_body_and_outcome() {
+    #[tokio::test]
+    async fn a_remembered_id_is_found_with_its_body_and_outcome() {
         let seen = cache();
         assert_eq!(seen.get("cb_1"), None);
         seen.remember("cb_1", "abc", CallbackOutcome::Charged);
@@ -216,8 +184,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn memory_is_bounded_to_two_generations_keeping_the_newest() {
+    #[tokio::test]
+    async fn memory_is_bounded_to_two_generations_keeping_the_newest() {
         let seen = cache();
         for i in 0..(3 * GENERATION) {
             seen.remember(&format!("cb_{i}"), "h", CallbackOutcome::Charged);

@@ -17,6 +17,7 @@ pub mod error;
 pub mod expiry;
 pub mod extract;
 pub mod faults;
+pub mod group_commit;
 pub mod idempotency;
 pub mod invariants;
 pub mod limits;

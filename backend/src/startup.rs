@@ -175,6 +175,7 @@ impl Application {
             trusted_proxies: crate::extract::TrustedProxies::new(&config.trusted_proxies),
             shutdown: crate::shutdown::Shutdown::new(),
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),
+            submissions: crate::platform::dispatcher::Submissions::new(db.clone()),
         };
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),
@@ -241,6 +242,7 @@ impl Application {
         let crate::shutdown::DrainTiming { drain, deadline } = self.drain;
         tokio::spawn(crate::shutdown::follow_signals(stop.clone()));
         let (db, platform) = (self.state.db.clone(), self.state.platform.clone());
+        let submissions = self.state.submissions.clone();
         let reconcile_at = self.reconcile_at;
         let workers = tokio::spawn({
             let stop = stop.clone();
@@ -258,7 +260,7 @@ impl Application {
                     }
                 };
                 tokio::join!(
-                    dispatcher::run(db.clone(), platform.clone(), stop.clone()),
+                    dispatcher::run(db.clone(), platform.clone(), submissions, stop.clone()),
                     crate::expiry::run(db.clone(), platform.clone(), stop.clone()),
                     crate::refunds::run_dispatcher(db.clone(), platform.clone(), stop.clone()),
                     crate::settlement::run_queries(

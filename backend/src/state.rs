@@ -40,4 +40,6 @@ pub struct AppState {
     pub shutdown: crate::shutdown::Shutdown,
     /// Callback ids known processed, and the group-commit log of duplicates.
     pub seen: crate::duplicates::SeenCallbacks,
+    /// The record of accepted hand-overs (group commit).
+    pub submissions: crate::platform::dispatcher::Submissions,
 }

@@ -138,26 +138,37 @@ pub async fn start_in_one(
     .await
 }
 
-/// Marks an attempt as accepted by the payment platform: `SUBMITTED`, unless
-/// a result settled it first (a callback can beat this bookkeeping), and
-/// records the platform's id for the payment.
-#[tracing::instrument(name = "db.attempts.mark_submitted", skip(db))]
+/// A hand-over the platform accepted, to be recorded ([`mark_submitted`]).
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    /// Our payment id.
+    pub payment_id: Uuid,
+    /// The platform's id for the payment, when it gave one at once.
+    pub platform_payment_id: Option<String>,
+    /// The code the shopper scans, when the platform pays by QR code.
+    pub qr_code: Option<String>,
+}
+
+/// Records that the platform accepted these attempts, in one statement: the
+/// hand-over time, `SUBMITTED` unless a result settled an attempt first (a
+/// callback can beat this bookkeeping), and the platform's id and QR code where
+/// none is recorded. An attempt recorded before is left as it is.
+#[tracing::instrument(name = "db.attempts.mark_submitted", skip_all, fields(attempts = handed_over.len()))]
 pub async fn mark_submitted(
     db: impl PgExecutor<'_>,
-    payment_id: Uuid,
-    platform_payment_id: Option<&str>,
-    qr_code: Option<&str>,
+    handed_over: &[Submitted],
 ) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE payment_attempts
-         SET submitted_at = now(),
-             status = CASE WHEN status IN ('CREATED', 'UNKNOWN') THEN 'SUBMITTED' ELSE status END,
-             platform_payment_id = coalesce(platform_payment_id, $2),
-             qr_code = coalesce(qr_code, $3)
-         WHERE payment_id = $1 AND submitted_at IS NULL",
-        payment_id,
-        platform_payment_id,
-        qr_code,
+    let ids: Vec<Uuid> = handed_over.iter().map(|h| h.payment_id).collect();
+    let platform_ids: Vec<Option<&str>> = handed_over
+        .iter()
+        .map(|h| h.platform_payment_id.as_deref())
+        .collect();
+    let qr_codes: Vec<Option<&str>> = handed_over.iter().map(|h| h.qr_code.as_deref()).collect();
+    sqlx::query_file!(
+        "sql/pay/mark_submitted.sql",
+        &ids,
+        &platform_ids as &[Option<&str>],
+        &qr_codes as &[Option<&str>],
     )
     .execute(db)
     .await?;
@@ -279,29 +290,37 @@ impl Claimed {
 
 /// Claims one open attempt of a PENDING order that is due for a query: its
 /// `next_query_at`, or `query_after_secs` after its hand-over (its creation if
-/// it was never accepted), has passed. Orders another transaction holds are
-/// skipped, not waited for.
+/// it was never accepted), has passed; the one due longest ago first. Orders
+/// another transaction holds are skipped, not waited for.
+///
+/// Each kind of due time has its own index in due order (migration
+/// `20261205000001`), and the claim reads the first [`DUE_CANDIDATES`] entries
+/// of each, so it costs the same with ten open attempts or a million. An order
+/// is locked only while a platform call settles it (another instance's
+/// worker, an expiry sweep) or a callback charges it: when every candidate is
+/// held, nothing is claimed and the next sweep looks again.
 #[tracing::instrument(name = "db.attempts.claim_due_query", skip(tx))]
 pub async fn claim_due_query(
     tx: &mut sqlx::PgConnection,
     query_after_secs: f64,
 ) -> sqlx::Result<Option<Claimed>> {
-    sqlx::query_as!(
+    sqlx::query_file_as!(
         Claimed,
-        r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
-                  p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
-           FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
-           WHERE p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status = 'PENDING'
-             AND coalesce(p.next_query_at,
-                          coalesce(p.submitted_at, p.created_at) + make_interval(secs => $1)) <= now()
-           ORDER BY coalesce(p.next_query_at, p.created_at)
-           LIMIT 1
-           FOR UPDATE OF o SKIP LOCKED"#,
+        "sql/query/claim_due_attempt.sql",
         query_after_secs,
+        DUE_CANDIDATES,
     )
     .fetch_optional(&mut *tx)
     .await
 }
+
+/// How many of the earliest due attempts of each kind one claim considers
+/// ([`claim_due_query`]).
+pub const DUE_CANDIDATES: i64 = 32;
+
+/// SQL of [`claim_due_query`] (`$1` the seconds after a hand-over before the
+/// first query, `$2` [`DUE_CANDIDATES`]); its test `EXPLAIN`s it.
+pub const CLAIM_DUE_QUERY_SQL: &str = include_str!("../../sql/query/claim_due_attempt.sql");
 
 /// Claims one expired PENDING order that has an open attempt (the ones
 /// without are closed by `orders::close_expired`), other than `skip`, as

@@ -3,10 +3,36 @@
 //! a platform outage left committed but unsubmitted ([`run`]).
 
 use super::Platform;
-use crate::db::attempts::{self, AttemptRow};
+use crate::db::attempts::{self, AttemptRow, Submitted};
+use crate::group_commit::GroupCommit;
 use sqlx::PgPool;
 use std::time::Duration;
 use tracing::Instrument;
+
+/// Most hand-overs one statement records.
+pub const SUBMITTED_BATCH_MAX: usize = 256;
+/// Batches of hand-overs recorded at once.
+pub const SUBMITTED_WRITERS: usize = 2;
+
+/// The record of accepted hand-overs, by group commit
+/// ([`crate::group_commit`]): every hand-over answered at the same time is
+/// recorded by one `UPDATE ... FROM UNNEST` and one commit
+/// ([`attempts::mark_submitted`]). Cheap to clone (shared).
+#[derive(Clone, Debug)]
+pub struct Submissions(GroupCommit<Submitted>);
+
+impl Submissions {
+    /// Starts the writer on `db`.
+    pub fn new(db: PgPool) -> Self {
+        Self(GroupCommit::start(
+            "hand-overs accepted",
+            db,
+            SUBMITTED_BATCH_MAX,
+            SUBMITTED_WRITERS,
+            |db, rows| async move { attempts::mark_submitted(&db, &rows).await },
+        ))
+    }
+}
 
 /// How old an unsubmitted attempt must be before the dispatcher hands it over
 /// again: younger ones are still being handed over by the request that made them.
@@ -19,6 +45,7 @@ const DISPATCH_MIN_AGE_SECS: i64 = 5;
 pub async fn dispatch(
     db: &PgPool,
     platform: &Platform,
+    submissions: &Submissions,
     attempt: &AttemptRow,
 ) -> anyhow::Result<()> {
     {
@@ -44,22 +71,30 @@ pub async fn dispatch(
         }
         Err(err) => return Err(err.into()),
     };
-    attempts::mark_submitted(
-        db,
-        attempt.payment_id,
-        handed_over.platform_payment_id.as_deref(),
-        handed_over.qr_code.as_deref(),
-    )
-    .await?;
+    let qr_code = handed_over.qr_code.is_some();
+    let platform_payment_id = handed_over.platform_payment_id.clone();
+    submissions
+        .0
+        .write(Submitted {
+            payment_id: attempt.payment_id,
+            platform_payment_id: handed_over.platform_payment_id,
+            qr_code: handed_over.qr_code,
+        })
+        .await?;
     tracing::info!(payment_id = %attempt.payment_id, order_no = %attempt.order_no,
-        platform_payment_id = handed_over.platform_payment_id.as_deref().unwrap_or("(none yet)"),
-        qr_code = handed_over.qr_code.is_some(), "payment handed to the platform");
+        platform_payment_id = platform_payment_id.as_deref().unwrap_or("(none yet)"),
+        qr_code, "payment handed to the platform");
     Ok(())
 }
 
 /// Until `stop` drains: hands over again the attempts that a crash (or a platform outage)
 /// left committed but unsubmitted.
-pub async fn run(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown) {
+pub async fn run(
+    db: PgPool,
+    platform: Platform,
+    submissions: Submissions,
+    stop: crate::shutdown::Shutdown,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     while stop.tick(&mut tick).await {
         let stuck = match attempts::list_unsubmitted(&db, DISPATCH_MIN_AGE_SECS, 100).await {
@@ -70,13 +105,13 @@ pub async fn run(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown
             }
         };
         for attempt in stuck {
-            let (db, platform) = (db.clone(), platform.clone());
+            let (db, platform, submissions) = (db.clone(), platform.clone(), submissions.clone());
             let span = tracing::info_span!("dispatcher.resend",
                 order_no = %attempt.order_no, payment_id = %attempt.payment_id);
             tokio::spawn(
                 async move {
                     tracing::info!("handing over an attempt left unsubmitted");
-                    if let Err(err) = dispatch(&db, &platform, &attempt).await {
+                    if let Err(err) = dispatch(&db, &platform, &submissions, &attempt).await {
                         tracing::warn!(error = %err, "hand-over failed; will retry");
                     }
                 }

@@ -106,11 +106,16 @@ pub async fn pay(
             record_payment_id(attempt.payment_id);
             tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
             let answer = stored_answer(&attempt, false);
-            let (db, platform) = (state.db.clone(), state.platform.clone());
+            let (db, platform, submissions) = (
+                state.db.clone(),
+                state.platform.clone(),
+                state.submissions.clone(),
+            );
             tokio::spawn(
                 async move {
                     if let Err(err) =
-                        platform::dispatcher::dispatch(&db, &platform, &attempt).await
+                        platform::dispatcher::dispatch(&db, &platform, &submissions, &attempt)
+                            .await
                     {
                         // The dispatcher loop re-sends it.
                         tracing::warn!(error = %err, "hand-over to the platform failed; will retry");

@@ -10,6 +10,7 @@ mod callback_fuzz;
 mod callbacks;
 mod connections;
 mod db_roles;
+mod due_queries;
 mod expiry;
 mod health;
 mod helpers;

@@ -1,0 +1,236 @@
+//! Which open attempt the query worker claims (`db::attempts::claim_due_query`):
+//! only attempts that are due, the one due longest ago first, never one whose
+//! order another transaction holds; and a claim reads the due entries of its
+//! indexes, not every attempt in flight.
+//!
+//! These run on a migrated database with no backend, so no worker claims the
+//! rows first.
+
+use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES};
+use sqlx::PgPool;
+use testkit::TestDatabase;
+use uuid::Uuid;
+
+/// Seconds after a hand-over before the first query, as the worker is configured.
+const AFTER: f64 = 60.0;
+
+async fn database() -> (TestDatabase, PgPool) {
+    let database = TestDatabase::new("checkout_test");
+    let db = backend::startup::connect_and_migrate(&database.url(), 8)
+        .await
+        .expect("migrate");
+    (database, db)
+}
+
+/// When an attempt was made, handed over and is next to be queried, in
+/// seconds from now (negative: in the past).
+#[derive(Clone, Copy)]
+struct Times {
+    created: i64,
+    submitted: Option<i64>,
+    next_query: Option<i64>,
+}
+
+/// An account, a PENDING order (PAID with `status` final) and its attempt with
+/// `times` and `status`; returns the order number.
+async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
+    let account_id = Uuid::new_v4();
+    let order_no = format!("due_{name}");
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
+         VALUES ($1, 10000, 10000, 'EUR', CASE WHEN $2 = 'SUCCEEDED' THEN 0 ELSE 500 END)",
+    )
+    .bind(account_id)
+    .bind(status)
+    .execute(db)
+    .await
+    .expect("account");
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
+         VALUES ($1, $2, 500, 'EUR', CASE WHEN $3 = 'SUCCEEDED' THEN 'PAID' ELSE 'PENDING' END,
+                 now() + interval '1 day', CASE WHEN $3 = 'SUCCEEDED' THEN now() END)",
+    )
+    .bind(&order_no)
+    .bind(account_id)
+    .bind(status)
+    .execute(db)
+    .await
+    .expect("order");
+    sqlx::query(
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+                                       response_status, response_body, status, created_at,
+                                       submitted_at, next_query_at)
+         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}', $4, now() + make_interval(secs => $5),
+                 now() + make_interval(secs => $6), now() + make_interval(secs => $7))",
+    )
+    .bind(Uuid::new_v4())
+    .bind(Uuid::new_v4())
+    .bind(&order_no)
+    .bind(status)
+    .bind(times.created as f64)
+    .bind(times.submitted.map(|s| s as f64))
+    .bind(times.next_query.map(|s| s as f64))
+    .execute(db)
+    .await
+    .expect("attempt");
+    order_no
+}
+
+fn never_queried(created: i64, submitted: Option<i64>) -> Times {
+    Times {
+        created,
+        submitted,
+        next_query: None,
+    }
+}
+
+fn queried(next_query: i64) -> Times {
+    Times {
+        created: -1_000,
+        submitted: Some(-999),
+        next_query: Some(next_query),
+    }
+}
+
+/// Claims in a transaction of its own, which keeps the claimed order locked until dropped.
+async fn claim(db: &PgPool) -> (Option<String>, sqlx::Transaction<'static, sqlx::Postgres>) {
+    let mut tx = db.begin().await.expect("begin");
+    let claimed = attempts::claim_due_query(&mut tx, AFTER)
+        .await
+        .expect("claim");
+    (claimed.map(|c| c.order_no), tx)
+}
+
+#[tokio::test]
+async fn only_due_attempts_are_claimed_the_one_due_longest_ago_first_and_none_that_is_held() {
+    let (_database, db) = database().await;
+    // Not due: handed over 30 s ago; made long ago but handed over 10 s ago;
+    // queried before and next due in 10 s; settled long ago.
+    attempt(&db, "fresh", never_queried(-31, Some(-30)), "SUBMITTED").await;
+    attempt(
+        &db,
+        "late_hand_over",
+        never_queried(-300, Some(-10)),
+        "SUBMITTED",
+    )
+    .await;
+    attempt(&db, "queried_later", queried(10), "SUBMITTED").await;
+    attempt(&db, "settled", never_queried(-900, Some(-899)), "SUCCEEDED").await;
+    // Due: 10 s ago (queried before), 30 s ago (handed over 90 s ago), 60 s ago
+    // (never handed over, made 120 s ago: due from its creation), 200 s ago (UNKNOWN).
+    attempt(&db, "requery", queried(-10), "SUBMITTED").await;
+    attempt(&db, "first", never_queried(-91, Some(-90)), "SUBMITTED").await;
+    attempt(
+        &db,
+        "never_handed_over",
+        never_queried(-120, None),
+        "CREATED",
+    )
+    .await;
+    attempt(&db, "unknown", queried(-200), "UNKNOWN").await;
+
+    // Each claim keeps its order locked, so the next claim skips it.
+    let mut held = Vec::new();
+    let mut order = Vec::new();
+    loop {
+        let (claimed, tx) = claim(&db).await;
+        let Some(order_no) = claimed else { break };
+        order.push(order_no);
+        held.push(tx);
+        assert!(order.len() <= 8, "claimed more than there are: {order:?}");
+    }
+    assert_eq!(
+        order,
+        [
+            "due_unknown",
+            "due_never_handed_over",
+            "due_first",
+            "due_requery"
+        ],
+        "the due attempts, the one due longest ago first"
+    );
+
+    // Let one go: it is the one claimed next; the others are still held.
+    held.remove(1).rollback().await.expect("rollback");
+    let (again, _tx) = claim(&db).await;
+    assert_eq!(again.as_deref(), Some("due_never_handed_over"));
+}
+
+/// Sums, over every node of an `EXPLAIN (ANALYZE, FORMAT JSON)` plan that reads
+/// `payment_attempts`, the rows it returned and the rows its filter removed.
+fn attempt_rows_read(plan: &serde_json::Value) -> f64 {
+    let own = if plan["Relation Name"] == "payment_attempts" {
+        let loops = plan["Actual Loops"].as_f64().unwrap_or(1.0);
+        (plan["Actual Rows"].as_f64().unwrap_or(0.0)
+            + plan["Rows Removed by Filter"].as_f64().unwrap_or(0.0)
+            + plan["Rows Removed by Index Recheck"]
+                .as_f64()
+                .unwrap_or(0.0))
+            * loops
+    } else {
+        0.0
+    };
+    own + plan["Plans"]
+        .as_array()
+        .map(|plans| plans.iter().map(attempt_rows_read).sum())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
+    let (_database, db) = database().await;
+    let account_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
+         VALUES ($1, 100000000, 100000000, 'EUR', 0)",
+    )
+    .bind(account_id)
+    .execute(&db)
+    .await
+    .expect("account");
+    // 20,000 attempts in flight, handed over in the last 50 s (none due), and
+    // 5 due: a claim must not read its way through the 20,000.
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, expires_at)
+         SELECT 'flight_' || k, $1, 100, 'EUR', now() + interval '1 day' FROM generate_series(1, 20005) k",
+    )
+    .bind(account_id)
+    .execute(&db)
+    .await
+    .expect("orders");
+    sqlx::query(
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+                                       response_status, response_body, status, created_at, submitted_at)
+         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 202, '{}', 'SUBMITTED',
+                now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END),
+                now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END)
+         FROM generate_series(1, 20005) k",
+    )
+    .execute(&db)
+    .await
+    .expect("attempts");
+    sqlx::query("ANALYZE payment_attempts, orders")
+        .execute(&db)
+        .await
+        .expect("analyze");
+
+    let mut tx = db.begin().await.expect("begin");
+    let plan: serde_json::Value = sqlx::query_scalar(&format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) {CLAIM_DUE_QUERY_SQL}"
+    ))
+    .bind(AFTER)
+    .bind(DUE_CANDIDATES)
+    .fetch_one(&mut *tx)
+    .await
+    .expect("explain");
+    let plan = &plan[0]["Plan"];
+    let read = attempt_rows_read(plan);
+    assert!(
+        read <= 4.0 * DUE_CANDIDATES as f64,
+        "a claim read {read} attempt rows of 20,005 in flight:\n{plan:#}"
+    );
+    assert_eq!(
+        plan["Actual Rows"], 1,
+        "the claim found a due attempt:\n{plan:#}"
+    );
+}
