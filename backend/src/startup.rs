@@ -160,7 +160,7 @@ impl Application {
         .await
         .context("cannot prepare the session store")?;
 
-        let state = AppState {
+        let state = AppState::new(crate::state::Handles {
             db: db.clone(),
             tokens,
             webhook,
@@ -176,7 +176,7 @@ impl Application {
             shutdown: crate::shutdown::Shutdown::new(),
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),
             submissions: crate::platform::dispatcher::Submissions::new(db.clone()),
-        };
+        });
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),
             sessions,

@@ -99,9 +99,18 @@ impl Bench {
             self.pg_stock.ensure(need).await?;
             let base = self.pg_stock.next();
             let vars = new_callback_vars(base, clients, self.args.accounts);
+            let measured = clients == self.focus();
             let run = self
-                .pgbench_window(&script, vars, clients, self.args.duration, false, "pay")
+                .pgbench_window(&script, vars, clients, self.args.duration, measured, "pay")
                 .await?;
+            self.record_statements(
+                measured,
+                Side::Pgbench,
+                "pay attempt + hold",
+                clients,
+                run.ok,
+            )
+            .await;
             self.pg_stock.skip_used("payment_attempts").await?;
             say(run.line("pgbench pay attempt + hold", "tps  "));
             self.results.pay_pgbench.push(run);
@@ -234,8 +243,13 @@ impl Bench {
                 status: StatusCode::ACCEPTED,
             })
             .collect();
-        self.before_run(Side::Backend, false).await?;
+        let measured = clients == self.focus();
+        self.before_run(Side::Backend, measured).await?;
         let run = self.load(addr, jobs, seconds, "pay alone").await;
+        if let Ok(run) = &run {
+            self.record_statements(measured, Side::Backend, "pay alone", clients, run.ok)
+                .await;
+        }
         // Orders with a token but no pay are not fresh either.
         self.http_stock.skip_used("request_tokens_issued").await?;
         self.http_stock.skip_used("payment_attempts").await?;
