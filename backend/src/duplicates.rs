@@ -167,10 +167,7 @@ mod tests {
     use super::*;
 
     fn cache() -> SeenCallbacks {
-        let db = sqlx::postgres::PgPoolOptions::new()
-            .connect_lazy("postgres://nobody@127.0.0.1:1/none")
-            .expect("lazy pool");
-        SeenCallbacks::new(db)
+        SeenCallbacks::new(crate::group_commit::no_database())
     }
 
     #[tokio::test]

@@ -145,17 +145,19 @@ async fn write_batches<T, W, F>(
     }
 }
 
+/// A pool that never connects, for unit tests of writers whose rows never
+/// reach a database.
+#[cfg(test)]
+pub(crate) fn no_database() -> PgPool {
+    sqlx::postgres::PgPoolOptions::new()
+        .connect_lazy("postgres://nobody@127.0.0.1:1/none")
+        .expect("lazy pool")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Mutex;
-
-    /// A pool that never connects: the tests' `write` functions do not use it.
-    fn no_database() -> PgPool {
-        sqlx::postgres::PgPoolOptions::new()
-            .connect_lazy("postgres://nobody@127.0.0.1:1/none")
-            .expect("lazy pool")
-    }
 
     #[tokio::test]
     async fn rows_waiting_together_share_one_write_and_each_waiter_hears_of_it() {
