@@ -32,9 +32,11 @@ pub const GENERATION: usize = 25_000;
 /// Most deliveries one statement logs.
 pub const BATCH_MAX: usize = 256;
 /// Batches written at once (each on a pool connection of its own). Fewer
-/// batches in flight make bigger ones: in the benchmark (A/B, alternated) 2
+/// batches in flight make bigger ones: in single A/B rounds of the benchmark 2
 /// answered 0.74-0.82x of pgbench's duplicate at 8 clients where 4 answered
-/// 0.69-0.71x and 8 answered 0.54-0.59x, and more at 32 and 100 clients too.
+/// 0.69-0.71x and 8 answered 0.54-0.59x, and more at 32 and 100 clients too;
+/// the 3-round run after it, on another host, gave 0.64x at 8 clients
+/// (docs/BENCHMARKS.md, "Issue 15, third pass").
 pub const WRITERS: usize = 2;
 
 /// What a processed callback id was.
