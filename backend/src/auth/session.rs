@@ -3,8 +3,9 @@
 //!
 //! The cookie is `HttpOnly`, `SameSite=Lax`, `Path=/`, `Secure` with
 //! `COOKIE_SECURE=true`; a session ends after `SESSION_IDLE_SECS` without a
-//! request, or at sign-out, when its row is deleted. Sign-in gives the session
-//! a new id ([`sign_in`]), so a cookie planted before sign-in is worthless after it.
+//! request ([`keep_alive`]), or at sign-out, when its row is deleted. Sign-in
+//! gives the session a new id ([`sign_in`]), so a cookie planted before sign-in
+//! is worthless after it.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -26,6 +27,11 @@ const SHOPPER_KEY: &str = "shopper_id";
 const DEMO_KEY: &str = "demo";
 /// The session's key holding a signed-in operator's name (`/api/ops/*`).
 const OPERATOR_KEY: &str = "operator";
+/// The session's key holding when it was last saved (Unix seconds).
+const SAVED_AT_KEY: &str = "saved_at";
+/// A session is saved again once this share of its idle time has passed since
+/// it was last saved ([`keep_alive`]).
+const RESAVE_FRACTION: u32 = 8;
 
 /// The layer that loads and saves sessions; expired rows are deleted every 10
 /// minutes. The table (`tower_sessions.session`) is created with the migrations
@@ -69,6 +75,28 @@ fn store_error(err: tower_sessions::session::Error) -> ApiError {
     }
 }
 
+/// Keeps a signed-in session alive while it is used.
+///
+/// The store writes a session's row, with its expiry pushed `idle` ahead, only
+/// when the session changed during the request; reading it changes nothing.
+/// Saving on every request would add a database write and commit to each one
+/// (the pay, the status polls), so the session is marked changed, and saved,
+/// only once `idle / 8` has passed since it was last saved: an active session
+/// never expires, and one left alone ends between `7/8 × idle` and `idle` after
+/// its last request.
+async fn keep_alive(session: &Session, idle: Duration) -> Result<(), ApiError> {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let saved_at = session
+        .get::<i64>(SAVED_AT_KEY)
+        .await
+        .map_err(store_error)?;
+    let resave_after = i64::try_from((idle / RESAVE_FRACTION).as_secs()).unwrap_or(i64::MAX);
+    if saved_at.is_none_or(|saved_at| now.saturating_sub(saved_at) >= resave_after) {
+        stamp(session).await?;
+    }
+    Ok(())
+}
+
 /// Makes `session` the shopper's: a new session id first (no fixation), then the shopper.
 pub async fn sign_in(session: &Session, shopper_id: Uuid, demo: bool) -> Result<(), ApiError> {
     session.cycle_id().await.map_err(store_error)?;
@@ -76,7 +104,19 @@ pub async fn sign_in(session: &Session, shopper_id: Uuid, demo: bool) -> Result<
         .insert(SHOPPER_KEY, shopper_id)
         .await
         .map_err(store_error)?;
-    session.insert(DEMO_KEY, demo).await.map_err(store_error)
+    session.insert(DEMO_KEY, demo).await.map_err(store_error)?;
+    stamp(session).await
+}
+
+/// Records that `session` is being saved now (see [`keep_alive`]).
+async fn stamp(session: &Session) -> Result<(), ApiError> {
+    session
+        .insert(
+            SAVED_AT_KEY,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
+        .await
+        .map_err(store_error)
 }
 
 /// Makes `session` an operator's: whatever it held is dropped, it gets a new
@@ -88,7 +128,8 @@ pub async fn sign_in_operator(session: &Session, name: &str) -> Result<(), ApiEr
     session
         .insert(OPERATOR_KEY, name)
         .await
-        .map_err(store_error)
+        .map_err(store_error)?;
+    stamp(session).await
 }
 
 /// Ends `session` on the server (its row is deleted) and clears the cookie.
@@ -136,6 +177,7 @@ impl FromRequestParts<AppState> for SignedIn {
         if demo && !state.demo {
             return Err(ApiError::Unauthenticated);
         }
+        keep_alive(&session, state.session_idle).await?;
         Ok(Self {
             shopper_id,
             session,
@@ -174,6 +216,7 @@ impl FromRequestParts<AppState> for Operator {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
+        keep_alive(&session, state.session_idle).await?;
         Ok(Self { name, session })
     }
 }

@@ -1,6 +1,6 @@
 //! Sign-in, sign-out and sessions: the cookie's attributes, one answer for a
 //! wrong email and a wrong password, sessions dead on the server after
-//! sign-out, and no session fixation.
+//! sign-out, no session fixation, and idle expiry that a used session slides.
 
 use crate::helpers::{PASSWORD, browser_client, error_code, spawn_app, spawn_app_with};
 use api_types::api::{Me, SessionInfo};
@@ -303,4 +303,75 @@ async fn an_email_no_shopper_can_have_is_invalid_credentials_not_a_500() {
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(error_code(response).await, "INVALID_CREDENTIALS");
     }
+}
+
+/// The expiry of the only session row.
+async fn session_expiry(app: &crate::helpers::TestApp) -> time::OffsetDateTime {
+    sqlx::query_scalar("SELECT expiry_date FROM tower_sessions.session")
+        .fetch_one(&app.db)
+        .await
+        .expect("one session row")
+}
+
+#[tokio::test]
+async fn a_session_in_use_outlives_its_idle_time_and_an_idle_one_ends() {
+    // 4 s of idle time: a session signed in at 0 s would be dead at 4 s if
+    // reading it did not keep it alive.
+    let app = spawn_app_with(|c| c.session_idle_secs = 4).await;
+    let account = app.create_shopper(1_000, "EUR").await;
+    let client = app.client_of(&account).await;
+    let signed_in = Instant::now();
+
+    while signed_in.elapsed() < Duration::from_secs(7) {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let me = client.get(app.url("/api/me")).send().await.expect("sent");
+        assert_eq!(
+            me.status(),
+            StatusCode::OK,
+            "a session used every 1.5 s is alive {:?} after sign-in",
+            signed_in.elapsed()
+        );
+    }
+
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    let me = client.get(app.url("/api/me")).send().await.expect("sent");
+    assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "4.5 s idle: ended");
+    assert_eq!(error_code(me).await, "UNAUTHENTICATED");
+}
+
+#[tokio::test]
+async fn reading_a_session_writes_it_again_only_after_an_eighth_of_its_idle_time() {
+    // 16 s of idle time: the row is written again at most every 2 s.
+    let app = spawn_app_with(|c| c.session_idle_secs = 16).await;
+    let account = app.create_shopper(1_000, "EUR").await;
+    let client = app.client_of(&account).await;
+    let at_sign_in = session_expiry(&app).await;
+
+    for _ in 0..5 {
+        let me = client.get(app.url("/api/me")).send().await.expect("sent");
+        assert_eq!(me.status(), StatusCode::OK);
+        assert!(
+            me.headers().get("set-cookie").is_none(),
+            "no new cookie when nothing was saved"
+        );
+    }
+    assert_eq!(
+        session_expiry(&app).await,
+        at_sign_in,
+        "requests right after sign-in leave the row alone"
+    );
+
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let me = client.get(app.url("/api/me")).send().await.expect("sent");
+    assert_eq!(me.status(), StatusCode::OK);
+    let cookie = session_cookie(&me);
+    assert!(
+        cookie.contains("Max-Age=16"),
+        "the cookie is renewed: {cookie}"
+    );
+    let slid = session_expiry(&app).await;
+    assert!(
+        slid >= at_sign_in + time::Duration::seconds(2),
+        "the expiry moved with the request: {at_sign_in} -> {slid}"
+    );
 }
