@@ -3,6 +3,7 @@
 //! order's row lock, and the CHECKs `orders_refunds_within_charge` keep
 //! `refunded <= reserved <= charge` whatever the code does.
 
+use crate::db::attempts::DUE_CANDIDATES;
 use api_types::{Currency, RefundRequester, RefundStatus};
 use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
@@ -367,27 +368,31 @@ pub struct ClaimedRefund {
 
 /// Claims one PENDING refund due for a query: its `next_query_at`, or
 /// `query_after_secs` after its hand-over (its creation if never accepted),
-/// has passed. Orders another transaction holds are skipped.
+/// has passed; the one due longest ago first. Orders another transaction holds
+/// are skipped, not waited for.
+///
+/// As for payments ([`crate::db::attempts::claim_due_query`]), each kind of due
+/// time has its own index in due order (migration `20261206000001`) and the
+/// claim reads the first [`DUE_CANDIDATES`] entries of each, so it costs the
+/// same with ten refunds in flight or a million.
 #[tracing::instrument(name = "db.refunds.claim_due_query", skip(tx))]
 pub async fn claim_due_query(
     tx: &mut PgConnection,
     query_after_secs: f64,
 ) -> sqlx::Result<Option<ClaimedRefund>> {
-    sqlx::query_as!(
+    sqlx::query_file_as!(
         ClaimedRefund,
-        r#"SELECT r.refund_no, r.order_no
-           FROM refunds r JOIN orders o ON o.order_no = r.order_no
-           WHERE r.status = 'PENDING'
-             AND coalesce(r.next_query_at,
-                          coalesce(r.submitted_at, r.created_at) + make_interval(secs => $1)) <= now()
-           ORDER BY coalesce(r.next_query_at, r.created_at)
-           LIMIT 1
-           FOR UPDATE OF o SKIP LOCKED"#,
+        "sql/query/claim_due_refund.sql",
         query_after_secs,
+        DUE_CANDIDATES,
     )
     .fetch_optional(&mut *tx)
     .await
 }
+
+/// SQL of [`claim_due_query`] (`$1` the seconds after a hand-over before the
+/// first query, `$2` [`DUE_CANDIDATES`]); its test `EXPLAIN`s it.
+pub const CLAIM_DUE_REFUND_SQL: &str = include_str!("../../sql/query/claim_due_refund.sql");
 
 /// Counts a refund query that brought no result and schedules the next one;
 /// returns the queries made so far.

@@ -1,12 +1,14 @@
-//! Which open attempt the query worker claims (`db::attempts::claim_due_query`):
-//! only attempts that are due, the one due longest ago first, never one whose
-//! order another transaction holds; and a claim reads the due entries of its
-//! indexes, not every attempt in flight.
+//! Which open attempt the query worker claims (`db::attempts::claim_due_query`),
+//! and which PENDING refund (`db::refunds::claim_due_query`): only those that
+//! are due, the one due longest ago first, never one whose order another
+//! transaction holds; and a claim reads the due entries of its indexes, not
+//! every attempt or refund in flight.
 //!
 //! These run on a migrated database with no backend, so no worker claims the
 //! rows first.
 
 use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES};
+use backend::db::refunds::{self, CLAIM_DUE_REFUND_SQL};
 use sqlx::PgPool;
 use testkit::TestDatabase;
 use uuid::Uuid;
@@ -157,9 +159,9 @@ async fn only_due_attempts_are_claimed_the_one_due_longest_ago_first_and_none_th
 }
 
 /// Sums, over every node of an `EXPLAIN (ANALYZE, FORMAT JSON)` plan that reads
-/// `payment_attempts`, the rows it returned and the rows its filter removed.
-fn attempt_rows_read(plan: &serde_json::Value) -> f64 {
-    let own = if plan["Relation Name"] == "payment_attempts" {
+/// `table`, the rows it returned and the rows its filter removed.
+fn rows_read(plan: &serde_json::Value, table: &str) -> f64 {
+    let own = if plan["Relation Name"] == table {
         let loops = plan["Actual Loops"].as_f64().unwrap_or(1.0);
         (plan["Actual Rows"].as_f64().unwrap_or(0.0)
             + plan["Rows Removed by Filter"].as_f64().unwrap_or(0.0)
@@ -172,7 +174,7 @@ fn attempt_rows_read(plan: &serde_json::Value) -> f64 {
     };
     own + plan["Plans"]
         .as_array()
-        .map(|plans| plans.iter().map(attempt_rows_read).sum())
+        .map(|plans| plans.iter().map(|plan| rows_read(plan, table)).sum())
         .unwrap_or(0.0)
 }
 
@@ -224,7 +226,7 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
     .await
     .expect("explain");
     let plan = &plan[0]["Plan"];
-    let read = attempt_rows_read(plan);
+    let read = rows_read(plan, "payment_attempts");
     assert!(
         read <= 4.0 * DUE_CANDIDATES as f64,
         "a claim read {read} attempt rows of 20,005 in flight:\n{plan:#}"
@@ -232,5 +234,157 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
     assert_eq!(
         plan["Actual Rows"], 1,
         "the claim found a due attempt:\n{plan:#}"
+    );
+}
+
+/// A PAID order of its own and a PENDING refund of it made, handed over and
+/// next to be queried at `times`, or a SUCCEEDED one with `settled`; returns
+/// the refund number.
+async fn refund(db: &PgPool, name: &str, times: Times, settled: bool) -> String {
+    let account_id = Uuid::new_v4();
+    let order_no = format!("due_refund_{name}");
+    let refund_no = format!("rf_{name}");
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
+         VALUES ($1, 10000, 10000, 'EUR', 0)",
+    )
+    .bind(account_id)
+    .execute(db)
+    .await
+    .expect("account");
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
+         VALUES ($1, $2, 500, 'EUR', 'PAID', now() + interval '1 day', now())",
+    )
+    .bind(&order_no)
+    .bind(account_id)
+    .execute(db)
+    .await
+    .expect("order");
+    sqlx::query(
+        "INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason, status,
+                              platform_payment_id, requested_by, created_at, submitted_at,
+                              next_query_at, settled_at)
+         VALUES ($1, $2, 100, 'EUR', 'test', CASE WHEN $3 THEN 'SUCCEEDED' ELSE 'PENDING' END,
+                 'pay_' || $1, 'merchant', now() + make_interval(secs => $4),
+                 now() + make_interval(secs => $5), now() + make_interval(secs => $6),
+                 CASE WHEN $3 THEN now() END)",
+    )
+    .bind(&refund_no)
+    .bind(&order_no)
+    .bind(settled)
+    .bind(times.created as f64)
+    .bind(times.submitted.map(|s| s as f64))
+    .bind(times.next_query.map(|s| s as f64))
+    .execute(db)
+    .await
+    .expect("refund");
+    refund_no
+}
+
+/// Claims a refund in a transaction of its own, which keeps the claimed order
+/// locked until dropped.
+async fn claim_refund(db: &PgPool) -> (Option<String>, sqlx::Transaction<'static, sqlx::Postgres>) {
+    let mut tx = db.begin().await.expect("begin");
+    let claimed = refunds::claim_due_query(&mut tx, AFTER)
+        .await
+        .expect("claim");
+    (claimed.map(|c| c.refund_no), tx)
+}
+
+#[tokio::test]
+async fn only_due_refunds_are_claimed_the_one_due_longest_ago_first_and_none_that_is_held() {
+    let (_database, db) = database().await;
+    // Not due: handed over 30 s ago; made long ago but handed over 10 s ago;
+    // queried before and next due in 10 s; settled long ago.
+    refund(&db, "fresh", never_queried(-31, Some(-30)), false).await;
+    refund(&db, "late_hand_over", never_queried(-300, Some(-10)), false).await;
+    refund(&db, "queried_later", queried(10), false).await;
+    refund(&db, "settled", never_queried(-900, Some(-899)), true).await;
+    // Due: 10 s ago (queried before), 30 s ago (handed over 90 s ago), 60 s ago
+    // (never accepted, made 120 s ago: due from its creation), 200 s ago.
+    refund(&db, "requery", queried(-10), false).await;
+    refund(&db, "first", never_queried(-91, Some(-90)), false).await;
+    refund(&db, "never_accepted", never_queried(-120, None), false).await;
+    refund(&db, "long_ago", queried(-200), false).await;
+
+    let mut held = Vec::new();
+    let mut order = Vec::new();
+    loop {
+        let (claimed, tx) = claim_refund(&db).await;
+        let Some(refund_no) = claimed else { break };
+        order.push(refund_no);
+        held.push(tx);
+        assert!(order.len() <= 8, "claimed more than there are: {order:?}");
+    }
+    assert_eq!(
+        order,
+        ["rf_long_ago", "rf_never_accepted", "rf_first", "rf_requery"],
+        "the due refunds, the one due longest ago first"
+    );
+
+    // Let one go: it is the one claimed next; the others are still held.
+    held.remove(2).rollback().await.expect("rollback");
+    let (again, _tx) = claim_refund(&db).await;
+    assert_eq!(again.as_deref(), Some("rf_first"));
+}
+
+#[tokio::test]
+async fn a_refund_claim_reads_the_due_refunds_not_every_refund_in_flight() {
+    let (_database, db) = database().await;
+    let account_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
+         VALUES ($1, 100000000, 100000000, 'EUR', 0)",
+    )
+    .bind(account_id)
+    .execute(&db)
+    .await
+    .expect("account");
+    // 20,000 refunds in flight, handed over in the last 50 s (none due), and
+    // 5 due: a claim must not read its way through the 20,000.
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
+         SELECT 'refunded_' || k, $1, 100, 'EUR', 'PAID', now() + interval '1 day', now()
+         FROM generate_series(1, 20005) k",
+    )
+    .bind(account_id)
+    .execute(&db)
+    .await
+    .expect("orders");
+    sqlx::query(
+        "INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason,
+                              platform_payment_id, requested_by, created_at, submitted_at)
+         SELECT 'rf_' || k, 'refunded_' || k, 100, 'EUR', 'test', 'pay_' || k, 'merchant',
+                now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END),
+                now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END)
+         FROM generate_series(1, 20005) k",
+    )
+    .execute(&db)
+    .await
+    .expect("refunds");
+    sqlx::query("ANALYZE refunds, orders")
+        .execute(&db)
+        .await
+        .expect("analyze");
+
+    let mut tx = db.begin().await.expect("begin");
+    let plan: serde_json::Value = sqlx::query_scalar(&format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) {CLAIM_DUE_REFUND_SQL}"
+    ))
+    .bind(AFTER)
+    .bind(DUE_CANDIDATES)
+    .fetch_one(&mut *tx)
+    .await
+    .expect("explain");
+    let plan = &plan[0]["Plan"];
+    let read = rows_read(plan, "refunds");
+    assert!(
+        read <= 4.0 * DUE_CANDIDATES as f64,
+        "a claim read {read} refund rows of 20,005 in flight:\n{plan:#}"
+    );
+    assert_eq!(
+        plan["Actual Rows"], 1,
+        "the claim found a due refund:\n{plan:#}"
     );
 }
