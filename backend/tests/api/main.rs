@@ -3,6 +3,7 @@
 
 mod admin;
 mod alipay;
+mod async_commit;
 mod attempts;
 mod auto_refunds;
 mod browser_defences;

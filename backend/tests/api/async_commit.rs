@@ -1,0 +1,204 @@
+//! The three records that are part of no guarantee (a duplicate's delivery,
+//! an accepted hand-over, an issued request token) commit without waiting for a
+//! WAL flush: each statement turns `synchronous_commit` off for its own
+//! transaction. These tests hold the two halves of that: the statement does
+//! turn it off, and the setting ends with its transaction, so the next
+//! transaction on the same pooled connection (a charge, say) commits
+//! synchronously again; and no other statement of the backend touches it.
+
+use backend::db::attempts::{self, Submitted};
+use backend::db::orders;
+use sqlx::{PgConnection, PgPool};
+use std::path::Path;
+use testkit::TestDatabase;
+use uuid::Uuid;
+
+/// The statements allowed to commit asynchronously, by the file that holds them.
+const ASYNC_COMMIT_FILES: [&str; 3] = [
+    "sql/callback/record_deliveries.sql",
+    "sql/pay/mark_submitted.sql",
+    "src/db/orders.rs",
+];
+
+/// A migrated database behind a pool of one connection: every statement below
+/// runs on the same server session.
+async fn one_connection() -> (TestDatabase, PgPool) {
+    let database = TestDatabase::new("checkout_test");
+    let db = backend::startup::connect_and_migrate(&database.url(), 1)
+        .await
+        .expect("migrate");
+    (database, db)
+}
+
+async fn synchronous_commit(conn: &mut PgConnection) -> String {
+    sqlx::query_scalar("SHOW synchronous_commit")
+        .fetch_one(conn)
+        .await
+        .expect("show")
+}
+
+/// A PENDING order with an open attempt; returns the order number and the payment id.
+async fn order_with_attempt(db: &PgPool) -> (String, Uuid) {
+    let account_id = Uuid::new_v4();
+    let order_no = format!("ord_async_{}", account_id.simple());
+    let payment_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
+         VALUES ($1, 10000, 10000, 'EUR', 500)",
+    )
+    .bind(account_id)
+    .execute(db)
+    .await
+    .expect("account");
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, expires_at)
+         VALUES ($1, $2, 500, 'EUR', now() + interval '1 hour')",
+    )
+    .bind(&order_no)
+    .bind(account_id)
+    .execute(db)
+    .await
+    .expect("order");
+    sqlx::query(
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+                                       response_status, response_body)
+         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}')",
+    )
+    .bind(payment_id)
+    .bind(Uuid::new_v4())
+    .bind(&order_no)
+    .execute(db)
+    .await
+    .expect("attempt");
+    (order_no, payment_id)
+}
+
+#[tokio::test]
+async fn the_audit_records_commit_asynchronously_and_the_setting_ends_with_their_transaction() {
+    let (_database, db) = one_connection().await;
+    let (order_no, payment_id) = order_with_attempt(&db).await;
+
+    // Each record, in a transaction of its own: off inside it, on after it.
+    let mut tx = db.begin().await.expect("begin");
+    assert_eq!(
+        synchronous_commit(&mut tx).await,
+        "on",
+        "the server default"
+    );
+    sqlx::query(include_str!("../../sql/callback/record_deliveries.sql"))
+        .bind(vec!["cb_async"])
+        .bind(vec![Some(order_no.as_str())])
+        .bind(vec![Some("payment.succeeded")])
+        .bind(vec!["DUPLICATE"])
+        .bind(vec![200_i16])
+        .execute(&mut *tx)
+        .await
+        .expect("deliveries");
+    assert_eq!(synchronous_commit(&mut tx).await, "off", "delivery log");
+    tx.commit().await.expect("commit");
+
+    let mut tx = db.begin().await.expect("begin");
+    assert_eq!(
+        synchronous_commit(&mut tx).await,
+        "on",
+        "after the delivery log"
+    );
+    attempts::mark_submitted(
+        &mut *tx,
+        &[Submitted {
+            payment_id,
+            platform_payment_id: Some("pay_async".to_owned()),
+            qr_code: None,
+        }],
+    )
+    .await
+    .expect("mark submitted");
+    assert_eq!(synchronous_commit(&mut tx).await, "off", "hand-over record");
+    tx.commit().await.expect("commit");
+
+    let mut tx = db.begin().await.expect("begin");
+    assert_eq!(
+        synchronous_commit(&mut tx).await,
+        "on",
+        "after the hand-over record"
+    );
+    orders::record_token_issued(
+        &mut *tx,
+        Uuid::new_v4(),
+        &order_no,
+        time::OffsetDateTime::now_utc() + time::Duration::minutes(15),
+    )
+    .await
+    .expect("token record");
+    assert_eq!(synchronous_commit(&mut tx).await, "off", "token record");
+    tx.commit().await.expect("commit");
+
+    let mut conn = db.acquire().await.expect("acquire");
+    assert_eq!(
+        synchronous_commit(&mut conn).await,
+        "on",
+        "the connection commits synchronously again"
+    );
+    // The records were written, not only the setting.
+    let (deliveries, submitted, tokens): (i64, bool, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM callback_deliveries WHERE callback_id = 'cb_async'),
+                (SELECT status = 'SUBMITTED' FROM payment_attempts WHERE payment_id = $1),
+                (SELECT count(*) FROM request_tokens_issued WHERE order_no = $2)",
+    )
+    .bind(payment_id)
+    .bind(&order_no)
+    .fetch_one(&mut *conn)
+    .await
+    .expect("rows");
+    assert_eq!((deliveries, submitted, tokens), (1, true, 1));
+}
+
+/// Every file under `dir` (recursively) whose name ends with one of `suffixes`.
+fn files(dir: &Path, suffixes: &[&str], found: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files(&path, suffixes, found);
+        } else if suffixes.iter().any(|s| path.to_string_lossy().ends_with(s)) {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_other_statement_touches_synchronous_commit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = Vec::new();
+    files(&root.join("sql"), &[".sql"], &mut sources);
+    files(&root.join("src"), &[".rs"], &mut sources);
+    let mut touching: Vec<String> = sources
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path)
+                .expect("read")
+                .to_lowercase()
+                .replace(char::is_whitespace, "");
+            [
+                "set_config('synchronous_commit'",
+                "setsynchronous_commit",
+                "setlocalsynchronous_commit",
+                "(\"synchronous_commit\"",
+            ]
+            .iter()
+            .any(|turns_off| text.contains(turns_off))
+        })
+        .map(|path| {
+            path.strip_prefix(root)
+                .expect("under the crate")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    touching.sort();
+    let mut allowed = ASYNC_COMMIT_FILES.map(str::to_owned).to_vec();
+    allowed.sort();
+    assert_eq!(
+        touching, allowed,
+        "only the audit records may commit asynchronously: never a charge, a hold or a refund"
+    );
+}
