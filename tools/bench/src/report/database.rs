@@ -42,7 +42,14 @@ impl Results {
             );
             let _ = writeln!(w, "| calls/op | µs/op | statement |\n|---:|---:|---|");
             for s in statements {
-                let query: String = s.query.split_whitespace().collect::<Vec<_>>().join(" ");
+                // The statement, not the comment some SQL files open with.
+                let query: String = s
+                    .query
+                    .lines()
+                    .skip_while(|line| line.trim_start().starts_with("--"))
+                    .flat_map(str::split_whitespace)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let query = if query.chars().count() > 110 {
                     format!("{}…", query.chars().take(110).collect::<String>())
                 } else {
