@@ -24,7 +24,7 @@
 //! duplicate is answered once its row is committed and visible, and the row
 //! reaches the disk with the next flush, a fraction of a second later. Only a
 //! crash of the database server in that window could lose it. A/B in the
-//! benchmark: 1.7-2.0x the duplicates per second at 8 clients, 1.5-1.6x at 32.
+//! benchmark: 1.7-2.0x the duplicates per second at 8 clients, 1.6x at 32.
 
 use crate::db::deliveries::Delivery;
 use crate::group_commit::{GroupCommit, GroupCommitError};
@@ -43,7 +43,8 @@ pub const BATCH_MAX: usize = 256;
 /// answered 0.74-0.82x of pgbench's duplicate at 8 clients where 4 answered
 /// 0.69-0.71x and 8 answered 0.54-0.59x, and more at 32 and 100 clients too;
 /// the 3-round run after it, on another host, gave 0.64x at 8 clients
-/// (docs/BENCHMARKS.md, "Issue 15, third pass").
+/// (docs/BENCHMARKS.md, "Issue 15, third pass"), and 0.82x once the log's
+/// commits stopped waiting for a WAL flush ("fourth pass").
 pub const WRITERS: usize = 2;
 
 /// What a processed callback id was.
