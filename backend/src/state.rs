@@ -58,7 +58,7 @@ pub struct Handles {
     /// Seconds a new order stays payable.
     pub order_ttl_secs: u64,
     /// A session ends after this long without a request
-    /// ([`crate::auth::session::keep_alive`]).
+    /// (`auth::session::keep_alive`).
     pub session_idle: std::time::Duration,
     /// Load balancers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: crate::extract::TrustedProxies,

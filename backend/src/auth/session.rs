@@ -3,7 +3,7 @@
 //!
 //! The cookie is `HttpOnly`, `SameSite=Lax`, `Path=/`, `Secure` with
 //! `COOKIE_SECURE=true`; a session ends after `SESSION_IDLE_SECS` without a
-//! request ([`keep_alive`]), or at sign-out, when its row is deleted. Sign-in
+//! request (see `keep_alive`), or at sign-out, when its row is deleted. Sign-in
 //! gives the session a new id ([`sign_in`]), so a cookie planted before sign-in
 //! is worthless after it.
 

@@ -6,11 +6,11 @@
 //! transaction on the same pooled connection (a charge, say) commits
 //! synchronously again; and no other statement of the backend touches it.
 
+use crate::due_queries::{attempt, database_with_pool, never_queried};
 use backend::db::attempts::{self, Submitted};
 use backend::db::orders;
 use sqlx::{PgConnection, PgPool};
 use std::path::Path;
-use testkit::TestDatabase;
 use uuid::Uuid;
 
 /// The statements allowed to commit asynchronously, by the file that holds them.
@@ -20,16 +20,6 @@ const ASYNC_COMMIT_FILES: [&str; 3] = [
     "src/db/orders.rs",
 ];
 
-/// A migrated database behind a pool of one connection: every statement below
-/// runs on the same server session.
-async fn one_connection() -> (TestDatabase, PgPool) {
-    let database = TestDatabase::new("checkout_test");
-    let db = backend::startup::connect_and_migrate(&database.url(), 1)
-        .await
-        .expect("migrate");
-    (database, db)
-}
-
 async fn synchronous_commit(conn: &mut PgConnection) -> String {
     sqlx::query_scalar("SHOW synchronous_commit")
         .fetch_one(conn)
@@ -37,45 +27,23 @@ async fn synchronous_commit(conn: &mut PgConnection) -> String {
         .expect("show")
 }
 
-/// A PENDING order with an open attempt; returns the order number and the payment id.
+/// A PENDING order with an attempt made a second ago and not handed over;
+/// returns the order number and the payment id.
 async fn order_with_attempt(db: &PgPool) -> (String, Uuid) {
-    let account_id = Uuid::new_v4();
-    let order_no = format!("ord_async_{}", account_id.simple());
-    let payment_id = Uuid::new_v4();
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 10000, 10000, 'EUR', 500)",
-    )
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("account");
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, expires_at)
-         VALUES ($1, $2, 500, 'EUR', now() + interval '1 hour')",
-    )
-    .bind(&order_no)
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("order");
-    sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
-                                       response_status, response_body)
-         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}')",
-    )
-    .bind(payment_id)
-    .bind(Uuid::new_v4())
-    .bind(&order_no)
-    .execute(db)
-    .await
-    .expect("attempt");
+    let order_no = attempt(db, "async", never_queried(-1, None), "CREATED").await;
+    let payment_id =
+        sqlx::query_scalar("SELECT payment_id FROM payment_attempts WHERE order_no = $1")
+            .bind(&order_no)
+            .fetch_one(db)
+            .await
+            .expect("the attempt");
     (order_no, payment_id)
 }
 
 #[tokio::test]
 async fn the_audit_records_commit_asynchronously_and_the_setting_ends_with_their_transaction() {
-    let (_database, db) = one_connection().await;
+    // One connection: every statement below runs on the same server session.
+    let (_database, db) = database_with_pool(1).await;
     let (order_no, payment_id) = order_with_attempt(&db).await;
 
     // Each record, in a transaction of its own: off inside it, on after it.

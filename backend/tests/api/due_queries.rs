@@ -17,8 +17,13 @@ use uuid::Uuid;
 const AFTER: f64 = 60.0;
 
 async fn database() -> (TestDatabase, PgPool) {
+    database_with_pool(8).await
+}
+
+/// A fresh migrated database behind a pool of `connections`.
+pub(crate) async fn database_with_pool(connections: u32) -> (TestDatabase, PgPool) {
     let database = TestDatabase::new("checkout_test");
-    let db = backend::startup::connect_and_migrate(&database.url(), 8)
+    let db = backend::startup::connect_and_migrate(&database.url(), connections)
         .await
         .expect("migrate");
     (database, db)
@@ -27,7 +32,7 @@ async fn database() -> (TestDatabase, PgPool) {
 /// When an attempt was made, handed over and is next to be queried, in
 /// seconds from now (negative: in the past).
 #[derive(Clone, Copy)]
-struct Times {
+pub(crate) struct Times {
     created: i64,
     submitted: Option<i64>,
     next_query: Option<i64>,
@@ -35,7 +40,7 @@ struct Times {
 
 /// An account, a PENDING order (PAID with `status` final) and its attempt with
 /// `times` and `status`; returns the order number.
-async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
+pub(crate) async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
     let account_id = Uuid::new_v4();
     let order_no = format!("due_{name}");
     sqlx::query(
@@ -78,7 +83,7 @@ async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String 
     order_no
 }
 
-fn never_queried(created: i64, submitted: Option<i64>) -> Times {
+pub(crate) fn never_queried(created: i64, submitted: Option<i64>) -> Times {
     Times {
         created,
         submitted,
@@ -178,28 +183,65 @@ fn rows_read(plan: &serde_json::Value, table: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-#[tokio::test]
-async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
-    let (_database, db) = database().await;
+/// One account with 20,005 orders `flight_1` ... `flight_20005`, PENDING, or
+/// PAID with `paid`: the orders of the work in flight below.
+async fn orders_in_flight(db: &PgPool, paid: bool) {
     let account_id = Uuid::new_v4();
     sqlx::query(
         "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
          VALUES ($1, 100000000, 100000000, 'EUR', 0)",
     )
     .bind(account_id)
-    .execute(&db)
+    .execute(db)
     .await
     .expect("account");
-    // 20,000 attempts in flight, handed over in the last 50 s (none due), and
-    // 5 due: a claim must not read its way through the 20,000.
     sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, expires_at)
-         SELECT 'flight_' || k, $1, 100, 'EUR', now() + interval '1 day' FROM generate_series(1, 20005) k",
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
+         SELECT 'flight_' || k, $1, 100, 'EUR', CASE WHEN $2 THEN 'PAID' ELSE 'PENDING' END,
+                now() + interval '1 day', CASE WHEN $2 THEN now() END
+         FROM generate_series(1, 20005) k",
     )
     .bind(account_id)
-    .execute(&db)
+    .bind(paid)
+    .execute(db)
     .await
     .expect("orders");
+}
+
+/// `EXPLAIN (ANALYZE)`s the claim `sql` over fresh statistics and asserts it
+/// found one due row of `table` and read at most 4 x [`DUE_CANDIDATES`] of its
+/// 20,005 rows in flight.
+async fn assert_claim_reads_few(db: &PgPool, sql: &str, table: &str) {
+    sqlx::query(&format!("ANALYZE {table}, orders"))
+        .execute(db)
+        .await
+        .expect("analyze");
+    let mut tx = db.begin().await.expect("begin");
+    let plan: serde_json::Value =
+        sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}"))
+            .bind(AFTER)
+            .bind(DUE_CANDIDATES)
+            .fetch_one(&mut *tx)
+            .await
+            .expect("explain");
+    let plan = &plan[0]["Plan"];
+    let read = rows_read(plan, table);
+    assert!(
+        read <= 4.0 * DUE_CANDIDATES as f64,
+        "a claim read {read} rows of {table}, 20,005 in flight:\n{plan:#}"
+    );
+    assert_eq!(
+        plan["Actual Rows"], 1,
+        "the claim found a due row:\n{plan:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
+    let (_database, db) = database().await;
+    // 20,000 attempts in flight, handed over in the last 50 s (none due), and
+    // 5 due: a claim must not read its way through the 20,000.
+    orders_in_flight(&db, false).await;
     sqlx::query(
         "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
                                        response_status, response_body, status, created_at, submitted_at)
@@ -211,30 +253,7 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
     .execute(&db)
     .await
     .expect("attempts");
-    sqlx::query("ANALYZE payment_attempts, orders")
-        .execute(&db)
-        .await
-        .expect("analyze");
-
-    let mut tx = db.begin().await.expect("begin");
-    let plan: serde_json::Value = sqlx::query_scalar(&format!(
-        "EXPLAIN (ANALYZE, FORMAT JSON) {CLAIM_DUE_QUERY_SQL}"
-    ))
-    .bind(AFTER)
-    .bind(DUE_CANDIDATES)
-    .fetch_one(&mut *tx)
-    .await
-    .expect("explain");
-    let plan = &plan[0]["Plan"];
-    let read = rows_read(plan, "payment_attempts");
-    assert!(
-        read <= 4.0 * DUE_CANDIDATES as f64,
-        "a claim read {read} attempt rows of 20,005 in flight:\n{plan:#}"
-    );
-    assert_eq!(
-        plan["Actual Rows"], 1,
-        "the claim found a due attempt:\n{plan:#}"
-    );
+    assert_claim_reads_few(&db, CLAIM_DUE_QUERY_SQL, "payment_attempts").await;
 }
 
 /// A PAID order of its own and a PENDING refund of it made, handed over and
@@ -332,30 +351,13 @@ async fn only_due_refunds_are_claimed_the_one_due_longest_ago_first_and_none_tha
 #[tokio::test]
 async fn a_refund_claim_reads_the_due_refunds_not_every_refund_in_flight() {
     let (_database, db) = database().await;
-    let account_id = Uuid::new_v4();
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 100000000, 100000000, 'EUR', 0)",
-    )
-    .bind(account_id)
-    .execute(&db)
-    .await
-    .expect("account");
     // 20,000 refunds in flight, handed over in the last 50 s (none due), and
     // 5 due: a claim must not read its way through the 20,000.
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
-         SELECT 'refunded_' || k, $1, 100, 'EUR', 'PAID', now() + interval '1 day', now()
-         FROM generate_series(1, 20005) k",
-    )
-    .bind(account_id)
-    .execute(&db)
-    .await
-    .expect("orders");
+    orders_in_flight(&db, true).await;
     sqlx::query(
         "INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason,
                               platform_payment_id, requested_by, created_at, submitted_at)
-         SELECT 'rf_' || k, 'refunded_' || k, 100, 'EUR', 'test', 'pay_' || k, 'merchant',
+         SELECT 'rf_' || k, 'flight_' || k, 100, 'EUR', 'test', 'pay_' || k, 'merchant',
                 now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END),
                 now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END)
          FROM generate_series(1, 20005) k",
@@ -363,28 +365,5 @@ async fn a_refund_claim_reads_the_due_refunds_not_every_refund_in_flight() {
     .execute(&db)
     .await
     .expect("refunds");
-    sqlx::query("ANALYZE refunds, orders")
-        .execute(&db)
-        .await
-        .expect("analyze");
-
-    let mut tx = db.begin().await.expect("begin");
-    let plan: serde_json::Value = sqlx::query_scalar(&format!(
-        "EXPLAIN (ANALYZE, FORMAT JSON) {CLAIM_DUE_REFUND_SQL}"
-    ))
-    .bind(AFTER)
-    .bind(DUE_CANDIDATES)
-    .fetch_one(&mut *tx)
-    .await
-    .expect("explain");
-    let plan = &plan[0]["Plan"];
-    let read = rows_read(plan, "refunds");
-    assert!(
-        read <= 4.0 * DUE_CANDIDATES as f64,
-        "a claim read {read} refund rows of 20,005 in flight:\n{plan:#}"
-    );
-    assert_eq!(
-        plan["Actual Rows"], 1,
-        "the claim found a due refund:\n{plan:#}"
-    );
+    assert_claim_reads_few(&db, CLAIM_DUE_REFUND_SQL, "refunds").await;
 }
