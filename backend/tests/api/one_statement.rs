@@ -336,11 +336,14 @@ async fn run_case(db: &PgPool, seen: &SeenCallbacks, n: usize, case: Case) -> Re
 
 #[tokio::test]
 async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_every_case() {
-    let app = spawn_app().await;
-    let seen = SeenCallbacks::new(app.db.clone());
+    // A database with no backend beside it: a running app's workers (the
+    // refund dispatcher handing over an automatic refund, say) would change
+    // one twin's rows between its callback and the comparison.
+    let (_database, db) = crate::due_queries::database_with_pool(16).await;
+    let seen = SeenCallbacks::new(db.clone());
     let all = cases();
     let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())
-        .map(|(n, case)| run_case(&app.db, &seen, n, case))
+        .map(|(n, case)| run_case(&db, &seen, n, case))
         .buffer_unordered(8)
         .collect()
         .await;
