@@ -172,7 +172,6 @@ impl Application {
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),
             order_ttl_secs: config.order_ttl_secs,
-            session_idle: Duration::from_secs(config.session_idle_secs),
             trusted_proxies: crate::extract::TrustedProxies::new(&config.trusted_proxies),
             shutdown: crate::shutdown::Shutdown::new(),
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),

@@ -57,9 +57,6 @@ pub struct Handles {
     pub public_origin: Arc<str>,
     /// Seconds a new order stays payable.
     pub order_ttl_secs: u64,
-    /// A session ends after this long without a request
-    /// (`auth::session::keep_alive`).
-    pub session_idle: std::time::Duration,
     /// Load balancers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: crate::extract::TrustedProxies,
     /// Serving or draining (`/readyz`).

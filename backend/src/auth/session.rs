@@ -77,20 +77,24 @@ fn store_error(err: tower_sessions::session::Error) -> ApiError {
 
 /// Keeps a signed-in session alive while it is used.
 ///
-/// The store writes a session's row, with its expiry pushed `idle` ahead, only
-/// when the session changed during the request; reading it changes nothing.
-/// Saving on every request would add a database write and commit to each one
-/// (the pay, the status polls), so the session is marked changed, and saved,
-/// only once `idle / 8` has passed since it was last saved: an active session
-/// never expires, and one left alone ends between `7/8 × idle` and `idle` after
-/// its last request.
-async fn keep_alive(session: &Session, idle: Duration) -> Result<(), ApiError> {
+/// The store writes a session's row, with its expiry pushed the idle time
+/// ahead, only when the session changed during the request; reading it changes
+/// nothing. Saving on every request would add a database write and commit to
+/// each one (the pay, the status polls), so the session is marked changed, and
+/// saved, only once an eighth of its idle time has passed since it was last
+/// saved: an active session never expires, and one left alone ends between
+/// `7/8 × idle` and `idle` after its last request. The idle time is the one
+/// [`layer`] gave the session.
+async fn keep_alive(session: &Session) -> Result<(), ApiError> {
+    let Some(Expiry::OnInactivity(idle)) = session.expiry() else {
+        return Ok(());
+    };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let saved_at = session
         .get::<i64>(SAVED_AT_KEY)
         .await
         .map_err(store_error)?;
-    let resave_after = i64::try_from((idle / RESAVE_FRACTION).as_secs()).unwrap_or(i64::MAX);
+    let resave_after = idle.whole_seconds() / i64::from(RESAVE_FRACTION);
     if saved_at.is_none_or(|saved_at| now.saturating_sub(saved_at) >= resave_after) {
         stamp(session).await?;
     }
@@ -177,7 +181,7 @@ impl FromRequestParts<AppState> for SignedIn {
         if demo && !state.demo {
             return Err(ApiError::Unauthenticated);
         }
-        keep_alive(&session, state.session_idle).await?;
+        keep_alive(&session).await?;
         Ok(Self {
             shopper_id,
             session,
@@ -216,7 +220,7 @@ impl FromRequestParts<AppState> for Operator {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
-        keep_alive(&session, state.session_idle).await?;
+        keep_alive(&session).await?;
         Ok(Self { name, session })
     }
 }
