@@ -39,6 +39,7 @@ use crate::db::callbacks::{self, FirstLook, NewCallback};
 use crate::db::deliveries::{self, Delivery};
 use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
+use crate::db::warm::WarmConnections;
 use crate::duplicates::SeenCallbacks;
 use crate::error::ApiError;
 use crate::faults;
@@ -284,6 +285,7 @@ const fn is_refund_event(kind: CallbackType) -> bool {
 )]
 pub async fn apply_callback(
     db: &PgPool,
+    warm: &WarmConnections,
     seen: &SeenCallbacks,
     callback: &VerifiedCallback,
 ) -> Result<CallbackAck, ApiError> {
@@ -303,7 +305,7 @@ pub async fn apply_callback(
         return Ok(duplicate_answer(known.outcome));
     }
     let started = std::time::Instant::now();
-    match first_statement(db, callback).await? {
+    match first_statement(db, warm, callback).await? {
         FirstLook::Charged => Ok(applied(
             Some(seen),
             callback,
@@ -375,10 +377,15 @@ pub async fn apply_callback_general(
     apply_in_new_tx(db, None, callback).await
 }
 
-/// Runs [`callbacks::first_statement`]. In builds with crash points it runs in
+/// Runs [`callbacks::first_statement`] on a connection from `warm`, which
+/// keeps it for the next callback. In builds with crash points it runs in
 /// a transaction of its own, so `callback.in_tx` can kill the process with
 /// every row written and nothing committed, as it does in the general path.
-async fn first_statement(db: &PgPool, callback: &VerifiedCallback) -> Result<FirstLook, ApiError> {
+async fn first_statement(
+    db: &PgPool,
+    warm: &WarmConnections,
+    callback: &VerifiedCallback,
+) -> Result<FirstLook, ApiError> {
     let incoming = callback.incoming();
     if cfg!(feature = "fault-injection") {
         let mut tx = db.begin().await?;
@@ -389,7 +396,10 @@ async fn first_statement(db: &PgPool, callback: &VerifiedCallback) -> Result<Fir
         tx.commit().await?;
         Ok(look)
     } else {
-        Ok(callbacks::first_statement(db, &incoming).await?)
+        let mut conn = warm.acquire().await?;
+        let look = callbacks::first_statement(&mut *conn, &incoming).await;
+        warm.give_back(conn, &look);
+        Ok(look?)
     }
 }
 

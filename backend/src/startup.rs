@@ -162,6 +162,10 @@ impl Application {
 
         let state = AppState::new(crate::state::Handles {
             db: db.clone(),
+            warm: crate::db::warm::WarmConnections::new(
+                db.clone(),
+                crate::db::warm::WarmConnections::max_for_pool(config.database_max_connections),
+            ),
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
@@ -243,6 +247,7 @@ impl Application {
         tokio::spawn(crate::shutdown::follow_signals(stop.clone()));
         let (db, platform) = (self.state.db.clone(), self.state.platform.clone());
         let submissions = self.state.submissions.clone();
+        let warm = self.state.warm.clone();
         let reconcile_at = self.reconcile_at;
         let workers = tokio::spawn({
             let stop = stop.clone();
@@ -260,6 +265,7 @@ impl Application {
                     }
                 };
                 tokio::join!(
+                    warm.sweep(stop.clone()),
                     dispatcher::run(db.clone(), platform.clone(), submissions, stop.clone()),
                     crate::expiry::run(db.clone(), platform.clone(), stop.clone()),
                     crate::refunds::run_dispatcher(db.clone(), platform.clone(), stop.clone()),

@@ -37,6 +37,8 @@ impl Deref for AppState {
 pub struct Handles {
     /// PostgreSQL: the guarantee.
     pub db: PgPool,
+    /// Connections of `db` the callback statement keeps between callbacks.
+    pub warm: crate::db::warm::WarmConnections,
     /// Redis request tokens: the fast helper.
     pub tokens: TokenStore,
     /// Verifies callback signatures.

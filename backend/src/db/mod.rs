@@ -21,6 +21,7 @@ pub mod reconciliation;
 pub mod refunds;
 pub mod review;
 pub mod shoppers;
+pub mod warm;
 
 /// True when `err` is a unique violation of the named constraint or index.
 pub fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {

@@ -102,7 +102,7 @@ pub async fn receive(
         event,
         origin: charge::Origin::Notification,
     };
-    let ack = charge::apply_callback(&state.db, &state.seen, &callback).await?;
+    let ack = charge::apply_callback(&state.db, &state.warm, &state.seen, &callback).await?;
     let answer = if ack.duplicate {
         CallbackAnswer::Duplicate
     } else {

@@ -126,7 +126,7 @@ pub(crate) async fn apply(
         event,
         origin: charge::Origin::Notification,
     };
-    let ack = charge::apply_callback(&state.db, &state.seen, &callback)
+    let ack = charge::apply_callback(&state.db, &state.warm, &state.seen, &callback)
         .instrument(span)
         .await?;
     Ok(if ack.duplicate {

@@ -37,4 +37,5 @@ mod request_token;
 mod sessions;
 mod startup;
 mod static_files;
+mod warm_connections;
 mod wechatpay;

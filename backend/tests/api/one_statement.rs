@@ -21,6 +21,7 @@ use api_types::api::{CallbackData, CallbackEvent};
 use api_types::{CallbackType, Currency, OrderStatus};
 use backend::charge::{self, Decision, Origin, VerifiedCallback};
 use backend::db::callbacks::{self, FirstLook, Incoming};
+use backend::db::warm::WarmConnections;
 use backend::duplicates::SeenCallbacks;
 use futures::StreamExt;
 use sqlx::PgPool;
@@ -266,7 +267,13 @@ async fn rule(db: &PgPool, case: &Case, callback: &VerifiedCallback) -> (Decisio
     (decision, same_amount)
 }
 
-async fn run_case(db: &PgPool, seen: &SeenCallbacks, n: usize, case: Case) -> Result<bool, String> {
+async fn run_case(
+    db: &PgPool,
+    warm: &WarmConnections,
+    seen: &SeenCallbacks,
+    n: usize,
+    case: Case,
+) -> Result<bool, String> {
     let ids = [
         format!("eq_cb_{n}_a"),
         format!("eq_cb_{n}_b"),
@@ -276,8 +283,9 @@ async fn run_case(db: &PgPool, seen: &SeenCallbacks, n: usize, case: Case) -> Re
     let (order_b, pay_b) = set_up(db, &case, "b", n).await;
     let (order_c, pay_c) = set_up(db, &case, "c", n).await;
 
-    let handler =
-        answer(charge::apply_callback(db, seen, &callback(&case, &order_a, pay_a, &ids[0])).await);
+    let handler = answer(
+        charge::apply_callback(db, warm, seen, &callback(&case, &order_a, pay_a, &ids[0])).await,
+    );
     let general = answer(
         charge::apply_callback_general(db, &callback(&case, &order_b, pay_b, &ids[1])).await,
     );
@@ -341,9 +349,11 @@ async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_ev
     // one twin's rows between its callback and the comparison.
     let (_database, db) = crate::due_queries::database_with_pool(16).await;
     let seen = SeenCallbacks::new(db.clone());
+    // The handler's connections are kept between its statements, as in the app.
+    let warm = WarmConnections::new(db.clone(), 4);
     let all = cases();
     let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())
-        .map(|(n, case)| run_case(&db, &seen, n, case))
+        .map(|(n, case)| run_case(&db, &warm, &seen, n, case))
         .buffer_unordered(8)
         .collect()
         .await;
@@ -379,8 +389,9 @@ async fn a_duplicate_is_answered_and_logged_by_the_one_statement_and_changes_not
     let (order_no, payment_id) = set_up(&app.db, &case, "dup", 0).await;
     let first = callback(&case, &order_no, payment_id, "eq_dup");
     let seen = SeenCallbacks::new(app.db.clone());
+    let warm = WarmConnections::new(app.db.clone(), 4);
     assert_eq!(
-        answer(charge::apply_callback(&app.db, &seen, &first).await),
+        answer(charge::apply_callback(&app.db, &warm, &seen, &first).await),
         "200 duplicate=false"
     );
     let after_first = rows(&app.db, &order_no, "eq_dup").await;
@@ -436,12 +447,13 @@ async fn concurrent_deliveries_of_one_new_id_charge_once_through_the_one_stateme
         order_amount: (AMOUNT, "EUR"),
     };
     let seen = SeenCallbacks::new(app.db.clone());
+    let warm = WarmConnections::new(app.db.clone(), 4);
     for round in 0..10 {
         let (order_no, payment_id) = set_up(&app.db, &case, "race", round).await;
         let id = format!("eq_race_{round}");
         let delivery = callback(&case, &order_no, payment_id, &id);
         let answers = futures::future::join_all(
-            (0..8).map(|_| charge::apply_callback(&app.db, &seen, &delivery)),
+            (0..8).map(|_| charge::apply_callback(&app.db, &warm, &seen, &delivery)),
         )
         .await;
         let answers: Vec<String> = answers.into_iter().map(answer).collect();
