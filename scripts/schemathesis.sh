@@ -74,17 +74,37 @@ cookie=$(curl -fsS -D - -o /dev/null -X POST "$base/api/session" -H 'content-typ
     awk -F'[ ;]' 'tolower($1) == "set-cookie:" { print $2 }')
 [[ $cookie == checkout_session=* ]] || { echo "error: no session cookie" >&2; exit 1; }
 
+# st_run ARGS...: `st run ARGS...`, once more when schemathesis itself crashed on
+# CPython 3.11's "AST constructor recursion depth mismatch" (python/cpython#106905,
+# fixed in 3.11.8; the machine's 3.11.7 has it): a SystemError inside Hypothesis
+# while it describes a filter, not an answer of the API. It is a race between
+# threads: with --workers 2 half the runs crashed, with --workers 1 none of eight
+# did, so the runs below use one worker and this retry is the fallback. Any
+# other failure counts as it is.
+st_run() {
+    local out rc=0
+    out=$(mktemp)
+    "$venv/bin/st" run "$@" 2>&1 | tee "$out" || rc=${PIPESTATUS[0]}
+    if ((rc != 0)) && grep -q 'AST constructor recursion depth mismatch' "$out"; then
+        step "schemathesis crashed on CPython's AST recursion bug (python/cpython#106905), not on an answer: running it once more"
+        rc=0
+        "$venv/bin/st" run "$@" || rc=$?
+    fi
+    rm -f "$out"
+    return "$rc"
+}
+
 examples="${ST_MAX_EXAMPLES:-25}"
 step "schemathesis: every operation, up to $examples examples each"
 # DELETE /api/session would sign the shared session out half-way; its own
 # tests are in backend/tests/api/sessions.rs.
-"$venv/bin/st" run "$base/api/openapi.json" --url "$base" \
+status=0
+st_run "$base/api/openapi.json" --url "$base" \
     --header "Authorization: Bearer $key" --header "Cookie: $cookie" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
     --exclude-method DELETE \
-    --max-examples "$examples" --seed 1 --workers 2 \
-    --request-timeout 10 --no-color
-status=$?
+    --max-examples "$examples" --seed 1 --workers 1 \
+    --request-timeout 10 --no-color || status=$?
 
 step "schemathesis: the operator console's operations, with an operator session"
 # The shopper's cookie above is not an operator's, so /api/ops/* answered 401
@@ -95,11 +115,11 @@ ops_cookie=$(curl -fsS -D - -o /dev/null -X POST "$base/api/ops/session" -H 'con
     awk -F'[ ;]' 'tolower($1) == "set-cookie:" { print $2 }')
 [[ $ops_cookie == checkout_session=* ]] || { echo "error: no operator session cookie" >&2; exit 1; }
 ops_status=0
-"$venv/bin/st" run "$base/api/openapi.json" --url "$base" \
+st_run "$base/api/openapi.json" --url "$base" \
     --header "Cookie: $ops_cookie" \
     --include-path-regex '^/api/ops/' --exclude-path '/api/ops/session' \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-    --max-examples "$examples" --seed 1 --workers 2 \
+    --max-examples "$examples" --seed 1 --workers 1 \
     --request-timeout 10 --no-color || ops_status=$?
 (( status == 0 )) && status=$ops_status
 if grep -E '(ERROR|panicked)' "$log" >&2; then
