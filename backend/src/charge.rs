@@ -277,7 +277,7 @@ const fn is_refund_event(kind: CallbackType) -> bool {
 /// Applies one verified callback in one transaction and says how to answer.
 #[tracing::instrument(
     name = "charge.apply_callback",
-    skip(db, callback),
+    skip(db, warm, seen, callback),
     fields(callback_id = %callback.callback_id, order_no = %callback.event.data.order_no,
            event = callback.event.kind.as_str(),
            platform_payment_id = %callback.event.data.payment_id,
