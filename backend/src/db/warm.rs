@@ -114,7 +114,9 @@ impl WarmConnections {
 
     /// Takes back the connection of a statement that completed with `outcome`:
     /// stashed after an answer or a refusal by the database ([`is_refusal`]),
-    /// closed after anything else, and given back to the pool when the stash is full.
+    /// closed after anything else. (The stash is never full while it is on: the
+    /// turns keep stashed plus held connections at most `max`; with `max` 0 every
+    /// connection goes back to the pool here.)
     pub fn give_back<T>(&self, warm: WarmConnection, outcome: &sqlx::Result<T>) {
         // The turn ends when this returns: after the connection is stashed, so
         // the next in line finds it.
@@ -171,16 +173,12 @@ impl WarmConnections {
     /// pool); returns how long until the oldest remaining one is due, if any.
     fn give_back_idle(&self) -> Option<Duration> {
         let now = Instant::now();
-        let due: Vec<_> = {
-            let mut stash = self.lock();
-            let fresh_from = stash
-                .iter()
-                .position(|(_, at)| now.duration_since(*at) < WARM_FOR)
-                .unwrap_or(stash.len());
-            stash.drain(..fresh_from).collect()
-        };
-        drop(due);
-        let stash = self.lock();
+        let mut stash = self.lock();
+        let fresh_from = stash
+            .iter()
+            .position(|(_, at)| now.duration_since(*at) < WARM_FOR)
+            .unwrap_or(stash.len());
+        stash.drain(..fresh_from);
         stash
             .first()
             .map(|(_, at)| WARM_FOR.saturating_sub(now.duration_since(*at)))
