@@ -15,6 +15,13 @@ const AMOUNT: i64 = 1_250;
 #[tokio::test]
 async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order_once() {
     for seed in seeds() {
+        // The storm plays the platform, naming each payment by the id the
+        // platform gave it, so the platform must outlive the crashes as a real
+        // one does. The in-process sandbox dies with the backend; a restart
+        // hands the open payments to a fresh sandbox under new ids, and a
+        // retried callback naming the old id is rightly ignored as naming
+        // another payment (CI once saw an order left PENDING that way, when the
+        // restarted dispatcher's hand-over beat the storm's next retry).
         let rig = Rig::start(RigOptions {
             env: vec![
                 (
@@ -23,6 +30,7 @@ async fn kill_9_before_inside_and_after_the_transaction_still_charges_each_order
                 ),
                 (backend::env::CRASH_SEED.into(), seed.to_string()),
             ],
+            platform: Platform::outside(),
             ..RigOptions::default()
         })
         .await;
