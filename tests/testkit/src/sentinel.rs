@@ -159,8 +159,23 @@ impl RedisSentinelGroup {
     }
 
     /// The primary's port, as the first sentinel that answers names it
-    /// (`SENTINEL get-master-addr-by-name`).
+    /// (`SENTINEL get-master-addr-by-name`). Asks again for up to 5 s while
+    /// none answers: each question gives a sentinel 500 ms, which a sentinel
+    /// starved of CPU on a loaded machine can miss (CI once failed a test at
+    /// `kill_primary` that way, all three sentinels healthy in their logs).
     pub async fn primary_port(&self) -> anyhow::Result<u16> {
+        let start = Instant::now();
+        loop {
+            match self.ask_for_primary_port().await {
+                Ok(port) => return Ok(port),
+                Err(err) if start.elapsed() > Duration::from_secs(5) => return Err(err),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    /// One round of [`Self::primary_port`]: each running sentinel asked once.
+    async fn ask_for_primary_port(&self) -> anyhow::Result<u16> {
         let mut last = None;
         for sentinel in &self.sentinels {
             if sentinel.child.is_none() {
