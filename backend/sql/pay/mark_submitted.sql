@@ -8,5 +8,10 @@ SET submitted_at = now(),
     platform_payment_id = coalesce(p.platform_payment_id, h.platform_payment_id),
     qr_code = coalesce(p.qr_code, h.qr_code)
 FROM UNNEST($1::uuid[], $2::text[], $3::text[]) AS h (payment_id, platform_payment_id, qr_code)
-WHERE p.payment_id = h.payment_id AND p.submitted_at IS NULL
+-- "(submitted_at IS NULL) IS TRUE" is "submitted_at IS NULL" in a form the
+-- planner does not match to payment_attempts_unsubmitted_idx: with it, each
+-- batch read that whole partial index, whose entries for rows handed over
+-- since the last VACUUM are dead but still there (a hand-over is not a HOT
+-- update), instead of one primary-key probe per payment.
+WHERE p.payment_id = h.payment_id AND (p.submitted_at IS NULL) IS TRUE
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL

@@ -175,6 +175,10 @@ pub async fn mark_submitted(
     Ok(())
 }
 
+/// SQL of [`mark_submitted`] (`$1` payment ids, `$2` platform ids, `$3` QR
+/// codes); its test `EXPLAIN`s it.
+pub const MARK_SUBMITTED_SQL: &str = include_str!("../../sql/pay/mark_submitted.sql");
+
 /// A hand-over whose answer was lost (timeout, 5xx, connection dropped): the
 /// platform may or may not have the payment. `UNKNOWN`, never `FAILED`; the
 /// dispatcher sends it again with the same idempotency key.

@@ -7,7 +7,7 @@
 //! These run on a migrated database with no backend, so no worker claims the
 //! rows first.
 
-use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES};
+use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES, MARK_SUBMITTED_SQL};
 use backend::db::refunds::{self, CLAIM_DUE_REFUND_SQL};
 use sqlx::PgPool;
 use testkit::TestDatabase;
@@ -366,4 +366,92 @@ async fn a_refund_claim_reads_the_due_refunds_not_every_refund_in_flight() {
     .await
     .expect("refunds");
     assert_claim_reads_few(&db, CLAIM_DUE_REFUND_SQL, "refunds").await;
+}
+
+/// Sums the shared buffers (hit or read) of every node of an `EXPLAIN
+/// (ANALYZE, BUFFERS, FORMAT JSON)` plan that scans `table` (the update node
+/// itself, which writes the new row versions, is left out).
+fn buffers_scanned(plan: &serde_json::Value, table: &str) -> f64 {
+    let own = if plan["Relation Name"] == table && plan["Node Type"] != "ModifyTable" {
+        plan["Shared Hit Blocks"].as_f64().unwrap_or(0.0)
+            + plan["Shared Read Blocks"].as_f64().unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    own + plan["Plans"]
+        .as_array()
+        .map(|plans| plans.iter().map(|plan| buffers_scanned(plan, table)).sum())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn recording_hand_overs_probes_each_payment_not_every_hand_over_since_the_last_vacuum() {
+    let (_database, db) = database().await;
+    // What a busy hour leaves behind: 20,000 attempts made and handed over,
+    // each hand-over a new row version (not HOT), so the partial index of
+    // unsubmitted attempts still holds an entry for each of them until a
+    // VACUUM; autovacuum is held off so that stays true while the test runs.
+    sqlx::query("ALTER TABLE payment_attempts SET (autovacuum_enabled = false)")
+        .execute(&db)
+        .await
+        .expect("no autovacuum");
+    orders_in_flight(&db, false).await;
+    sqlx::query(
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+                                       response_status, response_body, created_at)
+         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 202, '{}',
+                now() - make_interval(secs => 20005 - k)
+         FROM generate_series(1, 20005) k",
+    )
+    .execute(&db)
+    .await
+    .expect("attempts");
+    sqlx::query(
+        "UPDATE payment_attempts SET submitted_at = now(), status = 'SUBMITTED'
+         WHERE order_no <> ALL (SELECT 'flight_' || k FROM generate_series(20001, 20005) k)",
+    )
+    .execute(&db)
+    .await
+    .expect("20,000 handed over");
+    sqlx::query("ANALYZE payment_attempts")
+        .execute(&db)
+        .await
+        .expect("analyze");
+    let waiting: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT payment_id FROM payment_attempts WHERE submitted_at IS NULL ORDER BY order_no",
+    )
+    .fetch_all(&db)
+    .await
+    .expect("the five waiting");
+    assert_eq!(waiting.len(), 5);
+    let platform_ids: Vec<Option<String>> = (0..5).map(|k| Some(format!("pay_{k}"))).collect();
+    let qr_codes: Vec<Option<String>> = vec![None; 5];
+
+    let mut tx = db.begin().await.expect("begin");
+    let plan: serde_json::Value = sqlx::query_scalar(&format!(
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {MARK_SUBMITTED_SQL}"
+    ))
+    .bind(&waiting)
+    .bind(&platform_ids)
+    .bind(&qr_codes)
+    .fetch_one(&mut *tx)
+    .await
+    .expect("explain");
+    let plan = &plan[0]["Plan"];
+    // A primary-key probe is 3 index pages and the heap page; a scan of the
+    // partial index reads every page of its 20,000 dead entries (over 50).
+    let scanned = buffers_scanned(plan, "payment_attempts");
+    assert!(
+        scanned <= 6.0 * waiting.len() as f64,
+        "recording 5 hand-overs scanned {scanned} pages of payment_attempts:\n{plan:#}"
+    );
+    let recorded: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM payment_attempts WHERE payment_id = ANY($1) AND status = 'SUBMITTED'
+           AND submitted_at IS NOT NULL AND platform_payment_id LIKE 'pay_%'",
+    )
+    .bind(&waiting)
+    .fetch_one(&mut *tx)
+    .await
+    .expect("recorded");
+    assert_eq!(recorded, 5, "the statement recorded the five hand-overs");
 }
