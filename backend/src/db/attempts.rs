@@ -170,6 +170,9 @@ pub async fn mark_submitted(
         &platform_ids as &[Option<&str>],
         &qr_codes as &[Option<&str>],
     )
+    // Planned afresh for each batch: a plan cached while the table was small
+    // (a scan of the whole table) would otherwise serve it for good.
+    .persistent(false)
     .execute(db)
     .await?;
     Ok(())
