@@ -161,8 +161,9 @@ impl RedisSentinelGroup {
     /// The primary's port, as the first sentinel that answers names it
     /// (`SENTINEL get-master-addr-by-name`). Asks again for up to 5 s while
     /// none answers: each question gives a sentinel 500 ms, which a sentinel
-    /// starved of CPU on a loaded machine can miss (CI once failed a test at
-    /// `kill_primary` that way, all three sentinels healthy in their logs).
+    /// starved of CPU on a loaded machine can miss (`scripts/test.sh` once
+    /// failed a test at `kill_primary` that way, all three sentinels healthy in
+    /// their logs).
     pub async fn primary_port(&self) -> anyhow::Result<u16> {
         let start = Instant::now();
         loop {
