@@ -166,21 +166,27 @@ async fn only_due_attempts_are_claimed_the_one_due_longest_ago_first_and_none_th
 /// Sums, over every node of an `EXPLAIN (ANALYZE, FORMAT JSON)` plan that reads
 /// `table`, the rows it returned and the rows its filter removed.
 fn rows_read(plan: &serde_json::Value, table: &str) -> f64 {
-    let own = if plan["Relation Name"] == table {
-        let loops = plan["Actual Loops"].as_f64().unwrap_or(1.0);
-        (plan["Actual Rows"].as_f64().unwrap_or(0.0)
-            + plan["Rows Removed by Filter"].as_f64().unwrap_or(0.0)
-            + plan["Rows Removed by Index Recheck"]
+    sum_over_nodes(plan, &|node| {
+        if node["Relation Name"] != table {
+            return 0.0;
+        }
+        let loops = node["Actual Loops"].as_f64().unwrap_or(1.0);
+        (node["Actual Rows"].as_f64().unwrap_or(0.0)
+            + node["Rows Removed by Filter"].as_f64().unwrap_or(0.0)
+            + node["Rows Removed by Index Recheck"]
                 .as_f64()
                 .unwrap_or(0.0))
             * loops
-    } else {
-        0.0
-    };
-    own + plan["Plans"]
-        .as_array()
-        .map(|plans| plans.iter().map(|plan| rows_read(plan, table)).sum())
-        .unwrap_or(0.0)
+    })
+}
+
+/// `figure` of every node of an `EXPLAIN (FORMAT JSON)` plan, summed.
+fn sum_over_nodes(plan: &serde_json::Value, figure: &dyn Fn(&serde_json::Value) -> f64) -> f64 {
+    figure(plan)
+        + plan["Plans"]
+            .as_array()
+            .map(|plans| plans.iter().map(|plan| sum_over_nodes(plan, figure)).sum())
+            .unwrap_or(0.0)
 }
 
 /// One account with 20,005 orders `flight_1` ... `flight_20005`, PENDING, or
@@ -372,16 +378,13 @@ async fn a_refund_claim_reads_the_due_refunds_not_every_refund_in_flight() {
 /// (ANALYZE, BUFFERS, FORMAT JSON)` plan that scans `table` (the update node
 /// itself, which writes the new row versions, is left out).
 fn buffers_scanned(plan: &serde_json::Value, table: &str) -> f64 {
-    let own = if plan["Relation Name"] == table && plan["Node Type"] != "ModifyTable" {
-        plan["Shared Hit Blocks"].as_f64().unwrap_or(0.0)
-            + plan["Shared Read Blocks"].as_f64().unwrap_or(0.0)
-    } else {
-        0.0
-    };
-    own + plan["Plans"]
-        .as_array()
-        .map(|plans| plans.iter().map(|plan| buffers_scanned(plan, table)).sum())
-        .unwrap_or(0.0)
+    sum_over_nodes(plan, &|node| {
+        if node["Relation Name"] != table || node["Node Type"] == "ModifyTable" {
+            return 0.0;
+        }
+        node["Shared Hit Blocks"].as_f64().unwrap_or(0.0)
+            + node["Shared Read Blocks"].as_f64().unwrap_or(0.0)
+    })
 }
 
 #[tokio::test]
