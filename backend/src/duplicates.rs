@@ -27,7 +27,7 @@
 //! benchmark: 1.7-2.0x the duplicates per second at 8 clients, 1.6x at 32.
 
 use crate::db::deliveries::Delivery;
-use crate::group_commit::{GroupCommit, GroupCommitError};
+use crate::group_commit::GroupCommit;
 use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -141,12 +141,7 @@ impl SeenCallbacks {
             outcome: delivery.outcome,
             http_status: i16::try_from(delivery.http_status).unwrap_or(i16::MAX),
         };
-        self.writer.write(row).await.map_err(|err| match err {
-            GroupCommitError::Failed { message, .. } => {
-                crate::error::ApiError::DatabaseUnavailable(sqlx::Error::Protocol(message))
-            }
-            stopped @ GroupCommitError::Stopped { .. } => crate::error::ApiError::internal(stopped),
-        })
+        Ok(self.writer.write(row).await?)
     }
 }
 

@@ -215,6 +215,22 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+/// A group-committed row ([`crate::group_commit`]) that was not written: its
+/// batch's statement failed (the database's outage, as with any statement:
+/// 503, retry), or the writer is gone (the process is stopping: a bug if seen
+/// while serving).
+impl From<crate::group_commit::GroupCommitError> for ApiError {
+    fn from(err: crate::group_commit::GroupCommitError) -> Self {
+        use crate::group_commit::GroupCommitError;
+        match err {
+            GroupCommitError::Failed { message, .. } => {
+                Self::DatabaseUnavailable(sqlx::Error::Protocol(message))
+            }
+            stopped @ GroupCommitError::Stopped { .. } => Self::internal(stopped),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();

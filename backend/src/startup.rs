@@ -180,6 +180,7 @@ impl Application {
             shutdown: crate::shutdown::Shutdown::new(),
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),
             submissions: crate::platform::dispatcher::Submissions::new(db.clone()),
+            token_records: crate::db::orders::TokenRecords::new(db.clone()),
         });
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),

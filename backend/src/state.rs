@@ -67,4 +67,6 @@ pub struct Handles {
     pub seen: crate::duplicates::SeenCallbacks,
     /// The record of accepted hand-overs (group commit).
     pub submissions: crate::platform::dispatcher::Submissions,
+    /// The record of issued request tokens (group commit).
+    pub token_records: crate::db::orders::TokenRecords,
 }

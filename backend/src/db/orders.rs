@@ -279,28 +279,86 @@ pub async fn mark_failed(
     Ok(result.rows_affected() == 1)
 }
 
-/// Records that a request token was handed out for an order. The record is
-/// part of no guarantee (people and tests count tokens with it), so its
+/// A request token handed out for an order, to be recorded ([`record_tokens_issued`]).
+#[derive(Clone)]
+pub struct TokenIssued {
+    /// The token (a bearer secret until used: never logged, not even by `Debug`).
+    pub request_token: Uuid,
+    /// The order it was issued for.
+    pub order_no: String,
+    /// When Redis forgets it.
+    pub expires_at: OffsetDateTime,
+}
+
+/// The order and the token's fingerprint only: the token itself is a secret.
+impl std::fmt::Debug for TokenIssued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIssued")
+            .field("order_no", &self.order_no)
+            .field("token_fp", &TokenFingerprint::of(self.request_token))
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// Records that request tokens were handed out, in one statement. The record
+/// is part of no guarantee (people and tests count tokens with it), so its
 /// transaction commits asynchronously (`synchronous_commit` off for it alone,
 /// set inside the statement): the answer does not wait for a WAL flush, and
-/// only a crash of the database server within a fraction of a second could lose it.
-#[tracing::instrument(name = "db.orders.record_token_issued", skip(db, request_token), fields(token_fp = %TokenFingerprint::of(request_token)))]
-pub async fn record_token_issued(
+/// only a crash of the database server within a fraction of a second could
+/// lose it. Written by group commit ([`TokenRecords`]) from the token route.
+#[tracing::instrument(name = "db.orders.record_tokens_issued", skip_all, fields(tokens = issued.len()))]
+pub async fn record_tokens_issued(
     db: impl PgExecutor<'_>,
-    request_token: Uuid,
-    order_no: &str,
-    expires_at: OffsetDateTime,
+    issued: &[TokenIssued],
 ) -> sqlx::Result<()> {
+    let tokens: Vec<Uuid> = issued.iter().map(|t| t.request_token).collect();
+    let orders: Vec<&str> = issued.iter().map(|t| t.order_no.as_str()).collect();
+    let expiries: Vec<OffsetDateTime> = issued.iter().map(|t| t.expires_at).collect();
     sqlx::query!(
         "INSERT INTO request_tokens_issued (request_token, order_no, expires_at)
-         SELECT $1, $2, $3 WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL",
-        request_token,
-        order_no,
-        expires_at,
+         SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::timestamptz[])
+         WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL",
+        &tokens,
+        &orders as &[&str],
+        &expiries,
     )
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Most token records one statement writes.
+pub const TOKEN_RECORDS_BATCH_MAX: usize = 256;
+/// Batches of token records written at once.
+pub const TOKEN_RECORDS_WRITERS: usize = 2;
+
+/// The record of issued request tokens, by group commit
+/// ([`crate::group_commit`]): every token issued at the same time is recorded
+/// by one `INSERT ... SELECT FROM UNNEST` and one commit, and each issuing
+/// request answers once its row is committed. Cheap to clone (shared).
+#[derive(Clone, Debug)]
+pub struct TokenRecords(crate::group_commit::GroupCommit<TokenIssued>);
+
+impl TokenRecords {
+    /// Starts the writer on `db`.
+    pub fn new(db: sqlx::PgPool) -> Self {
+        Self(crate::group_commit::GroupCommit::start(
+            "request tokens issued",
+            db,
+            TOKEN_RECORDS_BATCH_MAX,
+            TOKEN_RECORDS_WRITERS,
+            |db, rows| async move { record_tokens_issued(&db, &rows).await },
+        ))
+    }
+
+    /// Records `issued`; returns once its row is committed.
+    pub async fn record(
+        &self,
+        issued: TokenIssued,
+    ) -> Result<(), crate::group_commit::GroupCommitError> {
+        self.0.write(issued).await
+    }
 }
 
 /// Closes an order whose payment the platform closed (or never had): PENDING

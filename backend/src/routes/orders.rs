@@ -185,7 +185,15 @@ pub async fn issue_request_token(
         .issue(&binding)
         .await
         .map_err(ApiError::TokenStoreUnavailable)?;
-    orders::record_token_issued(&state.db, token, order_no.as_str(), expires_at).await?;
+    // Shared with every token issued meanwhile: one statement, one commit.
+    state
+        .token_records
+        .record(orders::TokenIssued {
+            request_token: token,
+            order_no: order.order_no,
+            expires_at,
+        })
+        .await?;
     crate::metrics::token_issued();
     tracing::info!(%order_no, token_fp = %TokenFingerprint::of(token), "request token issued");
     Ok((

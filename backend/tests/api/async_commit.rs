@@ -90,11 +90,13 @@ async fn the_audit_records_commit_asynchronously_and_the_setting_ends_with_their
         "on",
         "after the hand-over record"
     );
-    orders::record_token_issued(
+    orders::record_tokens_issued(
         &mut *tx,
-        Uuid::new_v4(),
-        &order_no,
-        time::OffsetDateTime::now_utc() + time::Duration::minutes(15),
+        &[orders::TokenIssued {
+            request_token: Uuid::new_v4(),
+            order_no: order_no.clone(),
+            expires_at: time::OffsetDateTime::now_utc() + time::Duration::minutes(15),
+        }],
     )
     .await
     .expect("token record");

@@ -75,3 +75,43 @@ async fn request_token_for_a_paid_order_is_409_order_not_payable() {
     assert_eq!(error_code(response).await, "ORDER_NOT_PAYABLE");
     assert_eq!(app.snapshot().await, before);
 }
+
+#[tokio::test]
+async fn concurrent_page_loads_each_get_a_token_recorded_before_its_answer() {
+    // The token record is group-committed: tokens issued together share one
+    // statement. Each answer must still mean its own row is committed.
+    const LOADS: usize = 24;
+    let app = spawn_app().await;
+    let (_, order) = app.account_with_order(10_000, 1_000).await;
+
+    let loads = (0..LOADS).map(|_| {
+        let app = &app;
+        let order_no = order.order_no.clone();
+        async move {
+            let response = app.post_request_token(&order_no).await;
+            assert_eq!(response.status(), StatusCode::CREATED);
+            let token: RequestToken = response.json().await.expect("json");
+            // Read right after this answer, before the others finish.
+            let recorded: Option<String> = sqlx::query_scalar(
+                "SELECT order_no FROM request_tokens_issued WHERE request_token = $1",
+            )
+            .bind(token.request_token)
+            .fetch_optional(&app.db)
+            .await
+            .expect("read the record");
+            assert_eq!(
+                recorded.as_deref(),
+                Some(order_no.as_str()),
+                "token answered before its record was committed"
+            );
+            token.request_token
+        }
+    });
+    let tokens: std::collections::HashSet<_> = futures::future::join_all(loads)
+        .await
+        .into_iter()
+        .collect();
+
+    assert_eq!(tokens.len(), LOADS, "every page load got its own token");
+    assert_eq!(app.count("request_tokens_issued").await, LOADS as i64);
+}
