@@ -107,10 +107,8 @@ async fn concurrent_page_loads_each_get_a_token_recorded_before_its_answer() {
             token.request_token
         }
     });
-    let tokens: std::collections::HashSet<_> = futures::future::join_all(loads)
-        .await
-        .into_iter()
-        .collect();
+    let tokens: std::collections::HashSet<_> =
+        futures::future::join_all(loads).await.into_iter().collect();
 
     assert_eq!(tokens.len(), LOADS, "every page load got its own token");
     assert_eq!(app.count("request_tokens_issued").await, LOADS as i64);
