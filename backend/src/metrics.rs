@@ -43,6 +43,9 @@ pub const PAY_REQUESTS: &str = "checkout_pay_requests_total";
 pub const TOKENS_ISSUED: &str = "checkout_request_tokens_issued_total";
 /// Request tokens taken out of the token store by the one winning pay.
 pub const TOKENS_CONSUMED: &str = "checkout_request_tokens_consumed_total";
+/// Hand-overs a pay left to the dispatcher because
+/// [`crate::platform::HAND_OVERS_IN_FLIGHT_MAX`] were in flight (a slow or stalled platform).
+pub const HAND_OVERS_DEFERRED: &str = "checkout_hand_overs_deferred_total";
 /// Calls to the payment platform by `operation` (`hand_over`, `query`,
 /// `close`, `refund`, `refund_query`) and `result`.
 pub const PLATFORM_CALLS: &str = "checkout_platform_calls_total";
@@ -324,6 +327,11 @@ pub fn callback_result(result: &'static str) {
 /// One request token issued.
 pub fn token_issued() {
     counter!(TOKENS_ISSUED).increment(1);
+}
+
+/// One hand-over left to the dispatcher: every hand-over slot was taken.
+pub fn hand_over_deferred() {
+    counter!(HAND_OVERS_DEFERRED).increment(1);
 }
 
 /// One request token taken by a winning pay.

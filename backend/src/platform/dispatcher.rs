@@ -2,7 +2,7 @@
 //! ([`dispatch`]), and, forever in the background, again for attempts a crash or
 //! a platform outage left committed but unsubmitted ([`run`]).
 
-use super::Platform;
+use super::{HandOverSlot, Platform};
 use crate::db::attempts::{self, AttemptRow, Submitted};
 use crate::group_commit::GroupCommit;
 use sqlx::PgPool;
@@ -38,8 +38,9 @@ impl Submissions {
 /// again: younger ones are still being handed over by the request that made them.
 const DISPATCH_MIN_AGE_SECS: i64 = 5;
 
-/// Hands one committed attempt to the platform and records when that is done.
-/// Concurrent calls for the same attempt in this process collapse into one.
+/// Hands one committed attempt to the platform and records when that is done,
+/// in `slot` (released when this returns). Concurrent calls for the same
+/// attempt in this process collapse into one.
 #[tracing::instrument(name = "dispatch", skip_all,
     fields(order_no = %attempt.order_no, payment_id = %attempt.payment_id))]
 pub async fn dispatch(
@@ -47,7 +48,9 @@ pub async fn dispatch(
     platform: &Platform,
     submissions: &Submissions,
     attempt: &AttemptRow,
+    slot: HandOverSlot,
 ) -> anyhow::Result<()> {
+    let _slot = slot;
     {
         let mut in_flight = platform.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if !in_flight.insert(attempt.payment_id) {
@@ -105,13 +108,20 @@ pub async fn run(
             }
         };
         for attempt in stuck {
+            let Some(slot) = platform.hand_over_slot() else {
+                tracing::info!(
+                    in_flight = super::HAND_OVERS_IN_FLIGHT_MAX,
+                    "hand-overs in flight at the limit; the rest wait for the next sweep"
+                );
+                break;
+            };
             let (db, platform, submissions) = (db.clone(), platform.clone(), submissions.clone());
             let span = tracing::info_span!("dispatcher.resend",
                 order_no = %attempt.order_no, payment_id = %attempt.payment_id);
             tokio::spawn(
                 async move {
                     tracing::info!("handing over an attempt left unsubmitted");
-                    if let Err(err) = dispatch(&db, &platform, &submissions, &attempt).await {
+                    if let Err(err) = dispatch(&db, &platform, &submissions, &attempt, slot).await {
                         tracing::warn!(error = %err, "hand-over failed; will retry");
                     }
                 }

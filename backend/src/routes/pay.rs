@@ -106,6 +106,15 @@ pub async fn pay(
             record_payment_id(attempt.payment_id);
             tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
             let answer = stored_answer(&attempt, false);
+            // At most HAND_OVERS_IN_FLIGHT_MAX at once: with every slot taken
+            // (a stalled platform), the committed attempt waits for the
+            // dispatcher instead of adding one more connection and task.
+            let Some(slot) = state.platform.hand_over_slot() else {
+                crate::metrics::hand_over_deferred();
+                tracing::info!(%order_no, payment_id = %attempt.payment_id,
+                    "hand-overs in flight at the limit: this one is left to the dispatcher");
+                return Ok(answer);
+            };
             let (db, platform, submissions) = (
                 state.db.clone(),
                 state.platform.clone(),
@@ -113,9 +122,14 @@ pub async fn pay(
             );
             tokio::spawn(
                 async move {
-                    if let Err(err) =
-                        platform::dispatcher::dispatch(&db, &platform, &submissions, &attempt)
-                            .await
+                    if let Err(err) = platform::dispatcher::dispatch(
+                        &db,
+                        &platform,
+                        &submissions,
+                        &attempt,
+                        slot,
+                    )
+                    .await
                     {
                         // The dispatcher loop re-sends it.
                         tracing::warn!(error = %err, "hand-over to the platform failed; will retry");

@@ -245,3 +245,137 @@ async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once
     assert_eq!(app.count("anomalies").await, 0);
     app.assert_invariants().await;
 }
+
+/// A TCP gate in front of a platform at `upstream`: while shut, it accepts
+/// connections and leaves them unanswered (a platform that stalled, or a
+/// network black hole); once opened, each connection is piped through.
+struct Gate {
+    url: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+async fn shut_gate_to(upstream: &str) -> Gate {
+    use std::sync::atomic::Ordering;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let (open, opened) = tokio::sync::watch::channel(false);
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let (mut opened, upstream) = (opened.clone(), upstream.clone());
+            tokio::spawn(async move {
+                if opened.wait_for(|open| *open).await.is_err() {
+                    return;
+                }
+                if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    Gate {
+        url,
+        accepted,
+        open,
+    }
+}
+
+/// A platform that stops answering while pays keep coming gets at most
+/// `HAND_OVERS_IN_FLIGHT_MAX` hand-overs (and connections) from one process;
+/// the pays beyond them still answer 202 with their attempts committed, and
+/// the dispatcher hands those over once the platform answers again, each once.
+#[tokio::test]
+async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_follow_when_it_answers()
+ {
+    use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
+    use std::sync::atomic::Ordering;
+    const PAYS: usize = HAND_OVERS_IN_FLIGHT_MAX + 16;
+    let secret = callback_signing::CallbackSecret::generate();
+    let (simulator, sim_url) = crate::helpers::start_platform(
+        &secret,
+        crate::helpers::silent_platform(),
+        Duration::from_secs(3600),
+    )
+    .await;
+    let gate = shut_gate_to(&sim_url).await;
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.webhook_secret = Some(secrecy::SecretString::from(secret.expose()));
+        c.platform = Some(backend::config::PlatformKind::Remote);
+        c.platform_url = Some(gate.url.clone());
+    })
+    .await;
+    let account = app.create_account(1_000_000, "EUR").await;
+    let mut orders = Vec::with_capacity(PAYS);
+    for _ in 0..PAYS {
+        let order = app.create_order(&account, 100).await;
+        let token = app.request_token(&order.order_no).await;
+        let response = app.pay(&order.order_no, token).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        orders.push(order);
+    }
+
+    // Every pay answered, every attempt committed; the stalled platform holds
+    // no more connections than there are hand-over slots.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = gate.accepted.load(Ordering::SeqCst);
+    assert!(
+        (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
+        "{held} connections to a stalled platform for {PAYS} pays"
+    );
+    let unsubmitted: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM payment_attempts WHERE submitted_at IS NULL AND status = 'CREATED'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .expect("count");
+    assert_eq!(
+        unsubmitted, PAYS as i64,
+        "attempts committed, none handed over yet"
+    );
+
+    // The platform answers again: the held hand-overs go through, and the
+    // dispatcher hands over the ones the pays left to it.
+    gate.open.send_replace(true);
+    let mut submitted = 0;
+    for _ in 0..300 {
+        submitted = sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM payment_attempts
+             WHERE status = 'SUBMITTED' AND platform_payment_id IS NOT NULL",
+        )
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+        if submitted == PAYS as i64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        submitted, PAYS as i64,
+        "every attempt handed over once the platform answers"
+    );
+    for order in &orders {
+        let payment_id: uuid::Uuid =
+            sqlx::query_scalar("SELECT payment_id FROM payment_attempts WHERE order_no = $1")
+                .bind(&order.order_no)
+                .fetch_one(&app.db)
+                .await
+                .expect("attempt");
+        let payment = simulator
+            .query_by_reference(&payment_id.to_string())
+            .await
+            .expect("the platform has the payment");
+        assert_eq!(payment.order_no, order.order_no);
+    }
+    let moved: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE status <> 'PENDING'")
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(moved, 0, "no order moved without a result");
+}
