@@ -144,12 +144,7 @@ async fn a_success_for_a_closed_order_charges_nothing_is_flagged_late_and_is_ack
 async fn pays_racing_the_expiry_either_pay_or_find_the_order_closed_never_both() {
     let app = spawn_app_with(|c| c.order_ttl_secs = 1).await;
     let account = app.create_account(1_000_000, "EUR").await;
-    let mut orders = Vec::new();
-    for _ in 0..20 {
-        let order = app.create_order(&account, 1_000).await;
-        let token = app.request_token(&order.order_no).await;
-        orders.push((order, token));
-    }
+    let orders = app.orders_with_tokens(&account, 20, 1_000).await;
     // Pay at about the moment the orders expire, while the sweep runs.
     tokio::time::sleep(Duration::from_millis(900)).await;
     let app = &app;

@@ -488,6 +488,32 @@ impl TestApp {
         body.request_token
     }
 
+    /// `count` orders of `amount_cents` on the account, each with a fresh request token.
+    pub async fn orders_with_tokens(
+        &self,
+        account: &Account,
+        count: usize,
+        amount_cents: i64,
+    ) -> Vec<(Order, Uuid)> {
+        let mut orders = Vec::with_capacity(count);
+        for _ in 0..count {
+            let order = self.create_order(account, amount_cents).await;
+            let token = self.request_token(&order.order_no).await;
+            orders.push((order, token));
+        }
+        orders
+    }
+
+    /// Pays every order with its token, all at once; the answers in the same order.
+    pub async fn pay_at_once(&self, orders: &[(Order, Uuid)]) -> Vec<Response> {
+        futures::future::join_all(
+            orders
+                .iter()
+                .map(|(order, token)| self.pay(&order.order_no, *token)),
+        )
+        .await
+    }
+
     /// `POST /api/orders/{order_no}/pay` with the token.
     pub async fn pay(&self, order_no: &str, token: Uuid) -> Response {
         self.pay_raw(order_no, &json!({"request_token": token}).to_string())

@@ -17,19 +17,9 @@ async fn held(app: &crate::helpers::TestApp, account: &crate::helpers::Account) 
 async fn four_orders_of_the_whole_balance_paid_at_once_get_one_202_and_three_422_and_no_anomaly() {
     let app = spawn_app().await;
     let account = app.create_account(1_000, "EUR").await;
-    let mut orders = Vec::new();
-    for _ in 0..4 {
-        let order = app.create_order(&account, 1_000).await;
-        let token = app.request_token(&order.order_no).await;
-        orders.push((order, token));
-    }
+    let orders = app.orders_with_tokens(&account, 4, 1_000).await;
 
-    let answers = futures::future::join_all(
-        orders
-            .iter()
-            .map(|(order, token)| app.pay(&order.order_no, *token)),
-    )
-    .await;
+    let answers = app.pay_at_once(&orders).await;
 
     let mut statuses: Vec<u16> = Vec::new();
     let mut paid = None;

@@ -311,20 +311,9 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
     })
     .await;
     let account = app.create_account(1_000_000, "EUR").await;
-    let mut orders = Vec::with_capacity(PAYS);
-    for _ in 0..PAYS {
-        let order = app.create_order(&account, 100).await;
-        let token = app.request_token(&order.order_no).await;
-        orders.push((order, token));
-    }
+    let orders = app.orders_with_tokens(&account, PAYS, 100).await;
     // All at once: far fewer than the platform client's 10 s timeout apart.
-    let answers = futures::future::join_all(
-        orders
-            .iter()
-            .map(|(order, token)| app.pay(&order.order_no, *token)),
-    )
-    .await;
-    for answer in answers {
+    for answer in app.pay_at_once(&orders).await {
         assert_eq!(answer.status(), StatusCode::ACCEPTED);
     }
     let orders: Vec<_> = orders.into_iter().map(|(order, _)| order).collect();
