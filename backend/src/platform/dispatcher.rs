@@ -90,6 +90,33 @@ pub async fn dispatch(
     Ok(())
 }
 
+/// Hands `attempt` over in a task of its own, in `span`, when one of the
+/// [`super::HAND_OVERS_IN_FLIGHT_MAX`] hand-over slots is free. Returns false,
+/// having started nothing, when every slot is taken: the attempt is committed
+/// and the next sweep of [`run`] hands it over.
+pub fn spawn_dispatch(
+    db: &PgPool,
+    platform: &Platform,
+    submissions: &Submissions,
+    attempt: AttemptRow,
+    span: tracing::Span,
+) -> bool {
+    let Some(slot) = platform.hand_over_slot() else {
+        return false;
+    };
+    let (db, platform, submissions) = (db.clone(), platform.clone(), submissions.clone());
+    tokio::spawn(
+        async move {
+            if let Err(err) = dispatch(&db, &platform, &submissions, &attempt, slot).await {
+                // The next sweep of `run` sends it again.
+                tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
+            }
+        }
+        .instrument(span),
+    );
+    true
+}
+
 /// Until `stop` drains: hands over again the attempts that a crash (or a platform outage)
 /// left committed but unsubmitted.
 pub async fn run(
@@ -108,25 +135,16 @@ pub async fn run(
             }
         };
         for attempt in stuck {
-            let Some(slot) = platform.hand_over_slot() else {
+            let span = tracing::info_span!("dispatcher.resend",
+                order_no = %attempt.order_no, payment_id = %attempt.payment_id);
+            if !spawn_dispatch(&db, &platform, &submissions, attempt, span.clone()) {
                 tracing::info!(
                     in_flight = super::HAND_OVERS_IN_FLIGHT_MAX,
                     "hand-overs in flight at the limit; the rest wait for the next sweep"
                 );
                 break;
-            };
-            let (db, platform, submissions) = (db.clone(), platform.clone(), submissions.clone());
-            let span = tracing::info_span!("dispatcher.resend",
-                order_no = %attempt.order_no, payment_id = %attempt.payment_id);
-            tokio::spawn(
-                async move {
-                    tracing::info!("handing over an attempt left unsubmitted");
-                    if let Err(err) = dispatch(&db, &platform, &submissions, &attempt, slot).await {
-                        tracing::warn!(error = %err, "hand-over failed; will retry");
-                    }
-                }
-                .instrument(span),
-            );
+            }
+            span.in_scope(|| tracing::info!("handing over an attempt left unsubmitted"));
         }
     }
 }

@@ -27,7 +27,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use tracing::Instrument;
 use uuid::Uuid;
 
 /// Header marking an answer as the replay of an earlier one.
@@ -109,34 +108,18 @@ pub async fn pay(
             // At most HAND_OVERS_IN_FLIGHT_MAX at once: with every slot taken
             // (a stalled platform), the committed attempt waits for the
             // dispatcher instead of adding one more connection and task.
-            let Some(slot) = state.platform.hand_over_slot() else {
+            let payment_id = attempt.payment_id;
+            if !platform::dispatcher::spawn_dispatch(
+                &state.db,
+                &state.platform,
+                &state.submissions,
+                attempt,
+                tracing::Span::current(),
+            ) {
                 crate::metrics::hand_over_deferred();
-                tracing::info!(%order_no, payment_id = %attempt.payment_id,
+                tracing::info!(%order_no, %payment_id,
                     "hand-overs in flight at the limit: this one is left to the dispatcher");
-                return Ok(answer);
-            };
-            let (db, platform, submissions) = (
-                state.db.clone(),
-                state.platform.clone(),
-                state.submissions.clone(),
-            );
-            tokio::spawn(
-                async move {
-                    if let Err(err) = platform::dispatcher::dispatch(
-                        &db,
-                        &platform,
-                        &submissions,
-                        &attempt,
-                        slot,
-                    )
-                    .await
-                    {
-                        // The dispatcher loop re-sends it.
-                        tracing::warn!(error = %err, "hand-over to the platform failed; will retry");
-                    }
-                }
-                .in_current_span(),
-            );
+            }
             Ok(answer)
         }
         Ok(Started::Joined(attempt)) => {
