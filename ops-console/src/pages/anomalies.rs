@@ -93,6 +93,12 @@ pub fn AnomaliesPage(open: Option<i64>) -> impl IntoView {
                             .into_any()
                     }
                     Some(Some(Err(err))) => view! { <Problem what="Loading the anomaly failed" err=err /> }.into_any(),
+                    // Another anomaly was opened and is still loading: the one
+                    // shown before must not stay on screen (with its resolve
+                    // form) under the new selection.
+                    Some(Some(Ok(anomaly))) if selected.get() != Some(anomaly.anomaly_id) => {
+                        view! { <Loading /> }.into_any()
+                    }
                     Some(Some(Ok(anomaly))) => {
                         view! { <AnomalyDetail anomaly=anomaly version=version /> }.into_any()
                     }
