@@ -171,6 +171,24 @@ pub async fn dispatch(db: &PgPool, platform: &Platform, refund: &RefundRow) -> a
     }
 }
 
+/// Hands `refund` over in a task of its own when one of the
+/// [`crate::platform::HAND_OVERS_IN_FLIGHT_MAX`] hand-over slots (shared with
+/// the payments') is free. Returns false, having started nothing, when every
+/// slot is taken: the refund is committed and [`run_dispatcher`] hands it over.
+pub fn spawn_dispatch(db: &PgPool, platform: &Platform, refund: RefundRow) -> bool {
+    let Some(slot) = platform.hand_over_slot() else {
+        return false;
+    };
+    let (db, platform) = (db.clone(), platform.clone());
+    tokio::spawn(async move {
+        let _slot = slot;
+        if let Err(err) = dispatch(&db, &platform, &refund).await {
+            tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), "refund hand-over failed; the dispatcher retries");
+        }
+    });
+    true
+}
+
 /// The platform refused `refund` outright: FAILED with its reason, the amount
 /// free again, and a REFUND_FAILED anomaly (an automatic refund leaves money
 /// with the platform that a person must give back).
@@ -213,7 +231,9 @@ const DISPATCH_MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Until `stop` drains: hands over the automatic refunds, and again the refunds a crash
 /// or an outage left unsubmitted. A refund whose hand-over failed waits 1 s,
 /// then twice as long each time, up to a minute (kept in memory: a restart
-/// tries every one at once, which the refund number makes harmless).
+/// tries every one at once, which the refund number makes harmless). Each
+/// hand-over holds one of the hand-over slots; with none free (a stalled
+/// platform), the rest wait for the next tick.
 pub async fn run_dispatcher(db: PgPool, platform: Platform, stop: crate::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(DISPATCH_TICK);
     let mut backoff: HashMap<String, (Instant, Duration)> = HashMap::new();
@@ -233,6 +253,13 @@ pub async fn run_dispatcher(db: PgPool, platform: Platform, stop: crate::shutdow
             {
                 continue;
             }
+            let Some(_slot) = platform.hand_over_slot() else {
+                tracing::info!(
+                    in_flight = crate::platform::HAND_OVERS_IN_FLIGHT_MAX,
+                    "hand-overs in flight at the limit; the refunds wait for the next round"
+                );
+                break;
+            };
             match dispatch(&db, &platform, &refund).await {
                 Ok(()) => {
                     backoff.remove(&refund.refund_no);

@@ -53,6 +53,7 @@ pub struct Platform {
 /// cost 8,000 connections and 240 MiB of memory, then a stampede when it came
 /// back. A pay that finds every slot taken leaves its committed attempt to the
 /// dispatcher, which hands it over within seconds, when a slot is free.
+/// Refunds take the same slots (`crate::refunds::spawn_dispatch`).
 pub const HAND_OVERS_IN_FLIGHT_MAX: usize = 64;
 
 /// A slot for one hand-over ([`Platform::hand_over_slot`]), held until it ends.

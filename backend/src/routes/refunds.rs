@@ -112,12 +112,15 @@ async fn create(
         &refund.to_dto(),
     )
     .await?;
-    let (db, platform) = (state.db.clone(), state.platform.clone());
-    tokio::spawn(async move {
-        if let Err(err) = crate::refunds::dispatch(&db, &platform, &refund).await {
-            tracing::warn!(refund_no = %refund.refund_no, error = %format!("{err:#}"), "refund hand-over failed; the dispatcher retries");
-        }
-    });
+    // At most HAND_OVERS_IN_FLIGHT_MAX at once, payments and refunds together:
+    // with every slot taken (a stalled platform), the committed refund waits
+    // for the dispatcher.
+    let refund_no = refund.refund_no.clone();
+    if !crate::refunds::spawn_dispatch(&state.db, &state.platform, refund) {
+        crate::metrics::hand_over_deferred();
+        tracing::info!(%refund_no,
+            "hand-overs in flight at the limit: this refund is left to the dispatcher");
+    }
     Ok(answer)
 }
 

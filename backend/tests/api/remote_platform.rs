@@ -246,44 +246,51 @@ async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once
     app.assert_invariants().await;
 }
 
-/// A TCP gate in front of a platform at `upstream`: while shut, it accepts
-/// connections and leaves them unanswered (a platform that stalled, or a
-/// network black hole); once opened, each connection is piped through.
+/// A TCP gate in front of `upstream`: while shut it accepts connections and
+/// leaves them unanswered (a platform that stalled, or a network black hole);
+/// while open each connection is piped through. Shutting it also cuts the
+/// connections piped so far, so that no pooled connection slips past it.
 struct Gate {
     url: String,
-    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Connections accepted while shut.
+    held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     open: tokio::sync::watch::Sender<bool>,
 }
 
 async fn shut_gate_to(upstream: &str) -> Gate {
+    gate_to(upstream, false).await
+}
+
+async fn gate_to(upstream: &str, open_now: bool) -> Gate {
     use std::sync::atomic::Ordering;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
     let url = format!("http://{}", listener.local_addr().expect("address"));
     let upstream = upstream.trim_start_matches("http://").to_owned();
-    let (open, opened) = tokio::sync::watch::channel(false);
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&accepted);
+    let (open, opened) = tokio::sync::watch::channel(open_now);
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&held);
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
+            if !*opened.borrow() {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
             let (mut opened, upstream) = (opened.clone(), upstream.clone());
             tokio::spawn(async move {
                 if opened.wait_for(|open| *open).await.is_err() {
                     return;
                 }
                 if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = opened.wait_for(|open| !*open) => {}
+                    }
                 }
             });
         }
     });
-    Gate {
-        url,
-        accepted,
-        open,
-    }
+    Gate { url, held, open }
 }
 
 /// A platform that stops answering while pays keep coming gets at most
@@ -321,7 +328,7 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
     // Every pay answered, every attempt committed; the stalled platform holds
     // no more connections than there are hand-over slots.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let held = gate.accepted.load(Ordering::SeqCst);
+    let held = gate.held.load(Ordering::SeqCst);
     assert!(
         (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
         "{held} connections to a stalled platform for {PAYS} pays"
@@ -375,4 +382,102 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
         .await
         .expect("count");
     assert_eq!(moved, 0, "no order moved without a result");
+}
+
+/// Refunds share the bound with the payments: a platform that stalls while
+/// refunds keep coming gets at most `HAND_OVERS_IN_FLIGHT_MAX` refund
+/// hand-overs from one process; the refunds beyond them still answer 202,
+/// committed, and the refund dispatcher hands them over once the platform
+/// answers again, each once.
+#[tokio::test]
+async fn refunds_to_a_stalled_platform_share_the_bound_and_follow_when_it_answers() {
+    use crate::refunds::{post_refund, wait_until_refunds_settle};
+    use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
+    use std::sync::atomic::Ordering;
+    const REFUNDS: usize = HAND_OVERS_IN_FLIGHT_MAX + 16;
+    let secret = callback_signing::CallbackSecret::generate();
+    let (simulator, sim_url) =
+        crate::helpers::start_platform(&secret, Chaos::default(), Duration::from_millis(50)).await;
+    let gate = gate_to(&sim_url, true).await;
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.webhook_secret = Some(secrecy::SecretString::from(secret.expose()));
+        c.platform = Some(backend::config::PlatformKind::Remote);
+        c.platform_url = Some(gate.url.clone());
+    })
+    .await;
+    let (account, order) = app.account_with_order(10_000, 5_000).await;
+    let paid = app.pay_until_final(&order.order_no).await;
+    assert_eq!(paid.status, OrderStatus::Paid);
+
+    // The platform stalls; 80 refunds of one cent each come at once.
+    gate.open.send_replace(false);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let answers = futures::future::join_all((0..REFUNDS).map(|i| {
+        let (app, order_no) = (&app, &order.order_no);
+        async move {
+            post_refund(
+                app,
+                order_no,
+                Some(&uuid::Uuid::new_v4().to_string()),
+                &serde_json::json!({"amount_cents": 1, "reason": format!("item {i} returned")}),
+            )
+            .await
+            .status()
+        }
+    }))
+    .await;
+    assert!(
+        answers.iter().all(|status| *status == StatusCode::ACCEPTED),
+        "{answers:?}"
+    );
+
+    // Every refund committed, none handed over; the stalled platform holds no
+    // more connections than there are hand-over slots.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = gate.held.load(Ordering::SeqCst);
+    assert!(
+        (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
+        "{held} connections to a stalled platform for {REFUNDS} refunds"
+    );
+    let unsubmitted: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM refunds WHERE platform_refund_id IS NULL")
+            .fetch_one(&app.db)
+            .await
+            .expect("count");
+    assert_eq!(
+        unsubmitted, REFUNDS as i64,
+        "refunds committed, none handed over yet"
+    );
+
+    // The platform answers again: every refund is handed over, each once, and
+    // each gives one cent back.
+    gate.open.send_replace(true);
+    let settled = wait_until_refunds_settle(&app, &order.order_no).await;
+    assert_eq!(settled.len(), REFUNDS);
+    let ids: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT platform_refund_id FROM refunds ORDER BY refund_no")
+            .fetch_all(&app.db)
+            .await
+            .expect("ids");
+    let ids: std::collections::BTreeSet<String> = ids.into_iter().flatten().collect();
+    assert_eq!(
+        ids.len(),
+        REFUNDS,
+        "each refund has its own platform refund"
+    );
+    let payment_id: String =
+        sqlx::query_scalar("SELECT platform_payment_id FROM payment_attempts WHERE order_no = $1")
+            .bind(&order.order_no)
+            .fetch_one(&app.db)
+            .await
+            .expect("the paid attempt's payment id");
+    let payment = simulator
+        .payment(&payment_id)
+        .expect("the platform has the payment");
+    assert_eq!(
+        payment.refunded_cents, REFUNDS as i64,
+        "one cent each, once"
+    );
+    assert_eq!(app.balance(&account).await, 5_000 + REFUNDS as i64);
+    app.assert_invariants().await;
 }
