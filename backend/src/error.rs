@@ -123,6 +123,10 @@ pub enum ApiError {
     /// store says no more than its message, and the database is its backend.
     #[error("the session store is unavailable")]
     SessionStoreUnavailable(String),
+    /// Every password-check slot stayed taken for the whole wait (a flood of
+    /// sign-ins): nothing was checked; 503 with `Retry-After`.
+    #[error("too many sign-ins are being checked right now; retry in a few seconds")]
+    PasswordChecksBusy,
     /// Anything else; logged, answered generically.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -182,7 +186,7 @@ impl ApiError {
             CallbackConflict => (StatusCode::CONFLICT, ErrorCode::CallbackConflict),
             AnomalyAlreadyResolved => (StatusCode::CONFLICT, ErrorCode::AnomalyAlreadyResolved),
             PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
-            DatabaseUnavailable(_) | SessionStoreUnavailable(_) => (
+            DatabaseUnavailable(_) | SessionStoreUnavailable(_) | PasswordChecksBusy => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::ServiceUnavailable,
             ),

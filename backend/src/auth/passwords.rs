@@ -1,30 +1,198 @@
 //! Password hashing with argon2id at OWASP's parameters (19 MiB, 2 passes, 1 lane).
 //! Hashing costs tens of milliseconds of CPU on purpose, so it runs on the
 //! blocking pool, never on the async workers.
+//!
+//! Each hash or check holds 19 MiB and a core until it ends, so one process
+//! runs at most [`checks_at_once`] of them: each needs a [`CheckSlot`], which
+//! its blocking task keeps until it returns (a client that hangs up does not
+//! free it early). A request that waits [`SLOT_WAIT`] without one is answered
+//! 503 `SERVICE_UNAVAILABLE` with `Retry-After`, having checked nothing.
+//!
+//! A slot also carries the 19 MiB the algorithm works in, reused from one
+//! check to the next: the memory of password checks is at most
+//! `checks_at_once() x 19 MiB` for the life of the process. Measured on a
+//! backend process with 32 wrong sign-ins sent at once
+//! (`tools/storm/tests/faults/sign_in_flood.rs`): with every check allocating
+//! its own memory on the blocking pool, glibc kept what each thread had freed
+//! and the process grew by about 400 MiB, and without the bound every request
+//! would hold its 19 MiB at the same moment.
 
 use crate::error::ApiError;
 use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::{
+    Decimal, Ident, Output, ParamsString, PasswordHash, PasswordHasher, PasswordVerifier, Salt,
+    SaltString,
+};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use secrecy::{ExposeSecret, SecretString};
-use std::sync::OnceLock;
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Shortest password a shopper may be given.
 pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Longest password accepted (hashing cost grows with it).
 pub const MAX_PASSWORD_CHARS: usize = 256;
 
-fn argon2() -> Argon2<'static> {
-    // OWASP Password Storage Cheat Sheet: m=19456 KiB, t=2, p=1.
-    let params = Params::new(19_456, 2, 1, None).unwrap_or_default();
-    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+/// Longest a hash or check waits for a [`CheckSlot`] before giving up.
+pub const SLOT_WAIT: Duration = Duration::from_secs(10);
+
+/// OWASP Password Storage Cheat Sheet: m=19456 KiB, t=2, p=1.
+fn params() -> Params {
+    Params::new(19_456, 2, 1, None).unwrap_or_default()
 }
 
-/// The argon2id PHC string of `password`.
-pub async fn hash(password: SecretString) -> Result<String, ApiError> {
+/// Most password hashes and checks this process runs at once: its cores, at
+/// most 4 (76 MiB of argon2 memory).
+pub fn checks_at_once() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+fn slots() -> Arc<Semaphore> {
+    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(checks_at_once()))))
+}
+
+/// The working memory of the slots not in use (at most [`checks_at_once`]).
+fn idle_memory() -> &'static Mutex<Vec<Box<[Block]>>> {
+    static IDLE: OnceLock<Mutex<Vec<Box<[Block]>>>> = OnceLock::new();
+    IDLE.get_or_init(Mutex::default)
+}
+
+/// The right to run one password hash or check now ([`slot`]), with the
+/// memory to run it in; both go back when it is dropped.
+pub struct CheckSlot {
+    memory: Box<[Block]>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for CheckSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckSlot")
+            .field("memory_blocks", &self.memory.len())
+            .finish()
+    }
+}
+
+impl Drop for CheckSlot {
+    fn drop(&mut self) {
+        let memory = std::mem::take(&mut self.memory);
+        idle_memory()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(memory);
+    }
+}
+
+/// A slot for one password hash or check, waiting (first come, first served)
+/// up to [`SLOT_WAIT`]; `Err(PasswordChecksBusy)` after that.
+pub async fn slot() -> Result<CheckSlot, ApiError> {
+    let permit = match tokio::time::timeout(SLOT_WAIT, slots().acquire_owned()).await {
+        Ok(Ok(permit)) => permit,
+        Ok(Err(closed)) => return Err(ApiError::internal(closed)),
+        Err(_) => {
+            tracing::warn!(
+                at_once = checks_at_once(),
+                waited = ?SLOT_WAIT,
+                "every password-check slot stayed taken: a flood of sign-ins? answered 503"
+            );
+            return Err(ApiError::PasswordChecksBusy);
+        }
+    };
+    let idle = idle_memory()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .pop();
+    // Made once per slot ever in use at the same time, then reused.
+    let memory =
+        idle.unwrap_or_else(|| vec![Block::default(); params().block_count()].into_boxed_slice());
+    Ok(CheckSlot {
+        memory,
+        _permit: permit,
+    })
+}
+
+/// argon2 working in a slot's memory. Verifying goes through the library's
+/// `PasswordVerifier` (its constant-time comparison of the outputs).
+struct InSlot<'m> {
+    memory: RefCell<&'m mut [Block]>,
+}
+
+impl<'m> InSlot<'m> {
+    fn new(slot: &'m mut CheckSlot) -> Self {
+        Self {
+            memory: RefCell::new(&mut slot.memory),
+        }
+    }
+}
+
+impl PasswordHasher for InSlot<'_> {
+    type Params = Params;
+
+    fn hash_password<'a>(
+        &self,
+        password: &[u8],
+        salt: impl Into<Salt<'a>>,
+    ) -> argon2::password_hash::Result<PasswordHash<'a>> {
+        self.hash_password_customized(
+            password,
+            Some(Algorithm::Argon2id.ident()),
+            Some(Version::V0x13.into()),
+            params(),
+            salt,
+        )
+    }
+
+    fn hash_password_customized<'a>(
+        &self,
+        password: &[u8],
+        algorithm: Option<Ident<'a>>,
+        version: Option<Decimal>,
+        params: Params,
+        salt: impl Into<Salt<'a>>,
+    ) -> argon2::password_hash::Result<PasswordHash<'a>> {
+        let algorithm = algorithm
+            .map(Algorithm::try_from)
+            .transpose()?
+            .unwrap_or_default();
+        let version = version
+            .map(Version::try_from)
+            .transpose()?
+            .unwrap_or_default();
+        let salt = salt.into();
+        let mut salt_buffer = [0_u8; 64];
+        let salt_bytes = salt.decode_b64(&mut salt_buffer)?;
+        let output_len = params.output_len().unwrap_or(Params::DEFAULT_OUTPUT_LEN);
+        let argon2 = Argon2::new(algorithm, version, params.clone());
+        let mut memory = self.memory.borrow_mut();
+        // A hash made with more memory than ours gets memory of its own.
+        let mut larger = Vec::new();
+        let blocks: &mut [Block] = if params.block_count() <= memory.len() {
+            &mut memory[..]
+        } else {
+            larger.resize(params.block_count(), Block::default());
+            &mut larger
+        };
+        let output = Output::init_with(output_len, |out| {
+            Ok(argon2.hash_password_into_with_memory(password, salt_bytes, out, &mut *blocks)?)
+        })?;
+        Ok(PasswordHash {
+            algorithm: algorithm.ident(),
+            version: Some(version.into()),
+            params: ParamsString::try_from(&params)?,
+            salt: Some(salt),
+            hash: Some(output),
+        })
+    }
+}
+
+/// The argon2id PHC string of `password`, computed in `slot`.
+pub async fn hash(slot: CheckSlot, password: SecretString) -> Result<String, ApiError> {
     tokio::task::spawn_blocking(move || {
+        let mut slot = slot;
         let salt = SaltString::generate(&mut OsRng);
-        argon2()
+        InSlot::new(&mut slot)
             .hash_password(password.expose_secret().as_bytes(), &salt)
             .map(|hash| hash.to_string())
             .map_err(|err| ApiError::internal(anyhow::anyhow!("argon2: {err}")))
@@ -33,16 +201,23 @@ pub async fn hash(password: SecretString) -> Result<String, ApiError> {
     .map_err(ApiError::internal)?
 }
 
-/// True when `password` matches `stored`. With no stored hash (unknown email)
-/// it verifies against a fixed hash anyway, so both answers take as long.
-pub async fn verify(password: SecretString, stored: Option<String>) -> Result<bool, ApiError> {
+/// True when `password` matches `stored`, checked in `slot`. With no stored
+/// hash (unknown email) it verifies against a fixed hash anyway, so both
+/// answers take as long.
+pub async fn verify(
+    slot: CheckSlot,
+    password: SecretString,
+    stored: Option<String>,
+) -> Result<bool, ApiError> {
     tokio::task::spawn_blocking(move || {
+        let mut slot = slot;
+        let argon2 = InSlot::new(&mut slot);
         let known = stored.is_some();
-        let text = stored.unwrap_or_else(|| dummy_hash().to_owned());
+        let text = stored.unwrap_or_else(|| dummy_hash(&argon2).to_owned());
         let Ok(parsed) = PasswordHash::new(&text) else {
             return false;
         };
-        let matches = argon2()
+        let matches = argon2
             .verify_password(password.expose_secret().as_bytes(), &parsed)
             .is_ok();
         known && matches
@@ -51,12 +226,13 @@ pub async fn verify(password: SecretString, stored: Option<String>) -> Result<bo
     .map_err(ApiError::internal)
 }
 
-/// A hash of a random password, made once per process.
-fn dummy_hash() -> &'static str {
+/// A hash of a random password, made once per process (in the first
+/// caller's slot).
+fn dummy_hash(argon2: &InSlot<'_>) -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
     DUMMY.get_or_init(|| {
         let salt = SaltString::generate(&mut OsRng);
-        argon2()
+        argon2
             .hash_password(salt.as_str().as_bytes(), &salt)
             .map(|hash| hash.to_string())
             .unwrap_or_default()
@@ -85,30 +261,72 @@ mod tests {
 
     #[tokio::test]
     async fn a_hash_is_argon2id_at_owasp_parameters_and_verifies_only_its_password() {
-        let hashed = hash(SecretString::from("correct horse battery"))
+        let take = || async { slot().await.expect("a slot") };
+        let hashed = hash(take().await, SecretString::from("correct horse battery"))
             .await
             .expect("hashes");
         assert!(
             hashed.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
             "{hashed}"
         );
-        assert!(
-            verify(
-                SecretString::from("correct horse battery"),
-                Some(hashed.clone())
-            )
-            .await
-            .expect("verifies")
-        );
-        assert!(
-            !verify(SecretString::from("correct horse batterY"), Some(hashed))
+        let check = |password: &'static str, stored: Option<String>| async move {
+            verify(take().await, SecretString::from(password), stored)
                 .await
                 .expect("verifies")
+        };
+        assert!(check("correct horse battery", Some(hashed.clone())).await);
+        assert!(!check("correct horse batterY", Some(hashed.clone())).await);
+        assert!(!check("anything", None).await);
+    }
+
+    #[tokio::test]
+    async fn hashes_made_by_the_library_itself_verify_in_a_slot_and_slots_hand_their_memory_on() {
+        // A hash as argon2's own allocating code makes it, with other
+        // parameters (more memory than a slot holds): the slot's hasher
+        // checks it the same way.
+        let salt = SaltString::generate(&mut OsRng);
+        let heavier = Params::new(24_576, 1, 1, None).expect("params");
+        let library = Argon2::new(Algorithm::Argon2id, Version::V0x13, heavier)
+            .hash_password(b"a password of the past", &salt)
+            .expect("hashes")
+            .to_string();
+        let ours = verify(
+            slot().await.expect("a slot"),
+            SecretString::from("a password of the past"),
+            Some(library.clone()),
         );
+        assert!(ours.await.expect("verifies"));
+        let wrong = verify(
+            slot().await.expect("a slot"),
+            SecretString::from("a password of the pasT"),
+            Some(library),
+        );
+        assert!(!wrong.await.expect("verifies"));
+        // Ours verify with the library's own verifier.
+        let ours = hash(
+            slot().await.expect("a slot"),
+            SecretString::from("made in a slot"),
+        )
+        .await
+        .expect("hashes");
+        let parsed = PasswordHash::new(&ours).expect("a PHC string");
         assert!(
-            !verify(SecretString::from("anything"), None)
-                .await
-                .expect("verifies")
+            Argon2::default()
+                .verify_password(b"made in a slot", &parsed)
+                .is_ok()
+        );
+        // Each slot's memory goes back for the next one: never more sets of
+        // it than slots.
+        let held: Vec<CheckSlot> = futures::future::join_all(
+            (0..checks_at_once()).map(|_| async { slot().await.expect("a slot") }),
+        )
+        .await;
+        drop(held);
+        let idle = idle_memory().lock().expect("not poisoned").len();
+        assert!(
+            (1..=checks_at_once()).contains(&idle),
+            "{idle} sets of working memory for {} slots",
+            checks_at_once()
         );
     }
 

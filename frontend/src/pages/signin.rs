@@ -201,6 +201,10 @@ pub fn sign_in_problem(err: &ApiError) -> (&'static str, String) {
             "rate-limited",
             "Too many sign-in attempts. Please try again in a moment.".to_owned(),
         ),
+        _ if err.is_unavailable() => (
+            "unavailable",
+            "Signing in is not possible right now. Please try again in a few seconds.".to_owned(),
+        ),
         _ if err.is_transport_failure() => (
             "offline",
             "We could not reach the server. Check your connection and try again.".to_owned(),
@@ -258,5 +262,12 @@ mod tests {
             sign_in_problem(&server(500, ErrorCode::Internal, None)).0,
             "unexpected"
         );
+    }
+
+    #[test]
+    fn a_busy_or_unavailable_backend_says_to_try_again_shortly() {
+        let (code, text) = sign_in_problem(&server(503, ErrorCode::ServiceUnavailable, Some(1)));
+        assert_eq!(code, "unavailable");
+        assert!(text.contains("try again in a few seconds"), "{text}");
     }
 }

@@ -12,3 +12,4 @@ mod metrics;
 mod outages;
 mod rig;
 mod scale_out;
+mod sign_in_flood;
