@@ -262,7 +262,6 @@ async fn shut_gate_to(upstream: &str) -> Gate {
 }
 
 async fn gate_to(upstream: &str, open_now: bool) -> Gate {
-    use std::sync::atomic::Ordering;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
@@ -274,7 +273,7 @@ async fn gate_to(upstream: &str, open_now: bool) -> Gate {
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             if !*opened.borrow() {
-                counter.fetch_add(1, Ordering::SeqCst);
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             let (mut opened, upstream) = (opened.clone(), upstream.clone());
             tokio::spawn(async move {
@@ -293,6 +292,34 @@ async fn gate_to(upstream: &str, open_now: bool) -> Gate {
     Gate { url, held, open }
 }
 
+/// The app paying through `gate` to a platform signing with `secret`.
+async fn app_behind(gate: &Gate, secret: &callback_signing::CallbackSecret) -> TestApp {
+    crate::helpers::spawn_app_with(|c| {
+        c.webhook_secret = Some(secrecy::SecretString::from(secret.expose()));
+        c.platform = Some(backend::config::PlatformKind::Remote);
+        c.platform_url = Some(gate.url.clone());
+    })
+    .await
+}
+
+/// Half a second after `sent` hand-overs were started towards a shut gate:
+/// it holds at least one and at most `HAND_OVERS_IN_FLIGHT_MAX` connections,
+/// and `unsubmitted` (a count) says all `sent` are committed, none handed over.
+async fn assert_held_within_the_bound(gate: &Gate, app: &TestApp, unsubmitted: &str, sent: usize) {
+    use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = gate.held.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
+        "{held} connections to a stalled platform for {sent} hand-overs"
+    );
+    let waiting: i64 = sqlx::query_scalar(unsubmitted)
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(waiting, sent as i64, "all committed, none handed over yet");
+}
+
 /// A platform that stops answering while pays keep coming gets at most
 /// `HAND_OVERS_IN_FLIGHT_MAX` hand-overs (and connections) from one process;
 /// the pays beyond them still answer 202 with their attempts committed, and
@@ -301,7 +328,6 @@ async fn gate_to(upstream: &str, open_now: bool) -> Gate {
 async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_follow_when_it_answers()
  {
     use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
-    use std::sync::atomic::Ordering;
     const PAYS: usize = HAND_OVERS_IN_FLIGHT_MAX + 16;
     let secret = callback_signing::CallbackSecret::generate();
     let (simulator, sim_url) = crate::helpers::start_platform(
@@ -311,12 +337,7 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
     )
     .await;
     let gate = shut_gate_to(&sim_url).await;
-    let app = crate::helpers::spawn_app_with(|c| {
-        c.webhook_secret = Some(secrecy::SecretString::from(secret.expose()));
-        c.platform = Some(backend::config::PlatformKind::Remote);
-        c.platform_url = Some(gate.url.clone());
-    })
-    .await;
+    let app = app_behind(&gate, &secret).await;
     let account = app.create_account(1_000_000, "EUR").await;
     let orders = app.orders_with_tokens(&account, PAYS, 100).await;
     // All at once: far fewer than the platform client's 10 s timeout apart.
@@ -327,21 +348,13 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
 
     // Every pay answered, every attempt committed; the stalled platform holds
     // no more connections than there are hand-over slots.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let held = gate.held.load(Ordering::SeqCst);
-    assert!(
-        (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
-        "{held} connections to a stalled platform for {PAYS} pays"
-    );
-    let unsubmitted: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM payment_attempts WHERE submitted_at IS NULL")
-            .fetch_one(&app.db)
-            .await
-            .expect("count");
-    assert_eq!(
-        unsubmitted, PAYS as i64,
-        "attempts committed, none handed over yet"
-    );
+    assert_held_within_the_bound(
+        &gate,
+        &app,
+        "SELECT count(*) FROM payment_attempts WHERE submitted_at IS NULL",
+        PAYS,
+    )
+    .await;
 
     // The platform answers again: the held hand-overs go through, and the
     // dispatcher hands over the ones the pays left to it.
@@ -393,18 +406,12 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
 async fn refunds_to_a_stalled_platform_share_the_bound_and_follow_when_it_answers() {
     use crate::refunds::{post_refund, wait_until_refunds_settle};
     use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
-    use std::sync::atomic::Ordering;
     const REFUNDS: usize = HAND_OVERS_IN_FLIGHT_MAX + 16;
     let secret = callback_signing::CallbackSecret::generate();
     let (simulator, sim_url) =
         crate::helpers::start_platform(&secret, Chaos::default(), Duration::from_millis(50)).await;
     let gate = gate_to(&sim_url, true).await;
-    let app = crate::helpers::spawn_app_with(|c| {
-        c.webhook_secret = Some(secrecy::SecretString::from(secret.expose()));
-        c.platform = Some(backend::config::PlatformKind::Remote);
-        c.platform_url = Some(gate.url.clone());
-    })
-    .await;
+    let app = app_behind(&gate, &secret).await;
     let (account, order) = app.account_with_order(10_000, 5_000).await;
     let paid = app.pay_until_final(&order.order_no).await;
     assert_eq!(paid.status, OrderStatus::Paid);
@@ -433,21 +440,13 @@ async fn refunds_to_a_stalled_platform_share_the_bound_and_follow_when_it_answer
 
     // Every refund committed, none handed over; the stalled platform holds no
     // more connections than there are hand-over slots.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let held = gate.held.load(Ordering::SeqCst);
-    assert!(
-        (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
-        "{held} connections to a stalled platform for {REFUNDS} refunds"
-    );
-    let unsubmitted: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM refunds WHERE platform_refund_id IS NULL")
-            .fetch_one(&app.db)
-            .await
-            .expect("count");
-    assert_eq!(
-        unsubmitted, REFUNDS as i64,
-        "refunds committed, none handed over yet"
-    );
+    assert_held_within_the_bound(
+        &gate,
+        &app,
+        "SELECT count(*) FROM refunds WHERE platform_refund_id IS NULL",
+        REFUNDS,
+    )
+    .await;
 
     // The platform answers again: every refund is handed over, each once, and
     // each gives one cent back.
