@@ -29,12 +29,6 @@ pub async fn sign_in(
     let email_key = body.email.trim().to_lowercase();
     state.limits.signin_ip.check(&client)?;
     state.limits.signin_email.check(&email_key)?;
-    // Password checks run a few at a time (`passwords::slot`). Failures
-    // recorded while this one waited may have blocked its address or email:
-    // ask the limits again, so a queued flood is refused without checking.
-    let slot = passwords::slot().await?;
-    state.limits.signin_ip.check(&client)?;
-    state.limits.signin_email.check(&email_key)?;
     // An email no shopper can have (control characters, which PostgreSQL text
     // cannot even hold in the case of U+0000) is not looked up, but gets the same work and answer.
     let lookup = body.email.trim();
@@ -44,6 +38,12 @@ pub async fn sign_in(
         shoppers::find_by_email(&state.db, lookup).await?
     };
     let stored = found.as_ref().map(|c| c.password_hash.clone());
+    // Password checks run a few at a time (`passwords::slot`). Failures
+    // recorded while this one waited may have blocked its address or email:
+    // ask the limits again, so a queued flood is refused without checking.
+    let slot = passwords::slot().await?;
+    state.limits.signin_ip.check(&client)?;
+    state.limits.signin_email.check(&email_key)?;
     let password = SecretString::from(body.password);
     let verified = passwords::verify(slot, password, stored).await?;
     match found {
