@@ -187,8 +187,9 @@ impl PasswordHasher for InSlot<'_> {
     }
 }
 
-/// The argon2id PHC string of `password`, computed in `slot`.
-pub async fn hash(slot: CheckSlot, password: SecretString) -> Result<String, ApiError> {
+/// The argon2id PHC string of `password`, computed in a [`slot`] it waits for.
+pub async fn hash(password: SecretString) -> Result<String, ApiError> {
+    let slot = slot().await?;
     tokio::task::spawn_blocking(move || {
         let mut slot = slot;
         let salt = SaltString::generate(&mut OsRng);
@@ -262,7 +263,7 @@ mod tests {
     #[tokio::test]
     async fn a_hash_is_argon2id_at_owasp_parameters_and_verifies_only_its_password() {
         let take = || async { slot().await.expect("a slot") };
-        let hashed = hash(take().await, SecretString::from("correct horse battery"))
+        let hashed = hash(SecretString::from("correct horse battery"))
             .await
             .expect("hashes");
         assert!(
@@ -303,12 +304,9 @@ mod tests {
         );
         assert!(!wrong.await.expect("verifies"));
         // Ours verify with the library's own verifier.
-        let ours = hash(
-            slot().await.expect("a slot"),
-            SecretString::from("made in a slot"),
-        )
-        .await
-        .expect("hashes");
+        let ours = hash(SecretString::from("made in a slot"))
+            .await
+            .expect("hashes");
         let parsed = PasswordHash::new(&ours).expect("a PHC string");
         assert!(
             Argon2::default()

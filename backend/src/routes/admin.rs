@@ -45,8 +45,7 @@ pub async fn create_shopper(
             "balance_cents must not be negative".into(),
         ));
     }
-    let slot = passwords::slot().await?;
-    let hash = passwords::hash(slot, SecretString::from(body.password)).await?;
+    let hash = passwords::hash(SecretString::from(body.password)).await?;
     let mut tx = state.db.begin().await?;
     let new = shoppers::NewShopper {
         email: &email,

@@ -91,10 +91,7 @@ pub async fn seed_shoppers(
             )
             .await?;
         } else {
-            let slot = passwords::slot()
-                .await
-                .map_err(|err| anyhow::anyhow!("{err}"))?;
-            let hash = passwords::hash(slot, SecretString::from(password))
+            let hash = passwords::hash(SecretString::from(password))
                 .await
                 .map_err(|err| anyhow::anyhow!("{err}"))?;
             let mut tx = db.begin().await?;

@@ -116,12 +116,7 @@ async fn a_failure_delivered_before_the_success_fails_the_order_charges_nothing_
     assert_eq!(order.status, OrderStatus::Failed);
     assert_eq!(app.balance(&account).await, 10_000);
     assert_eq!(app.count("payment_ledger").await, 0);
-    let attempt_payment: String =
-        sqlx::query_scalar("SELECT platform_payment_id FROM payment_attempts WHERE order_no = $1")
-            .bind(&order.order_no)
-            .fetch_one(&app.db)
-            .await
-            .expect("attempt");
+    let attempt_payment = attempt_platform_payment_id(&app, &order.order_no).await;
     // The money the platform took is given back, at the platform.
     let refund = app
         .assert_given_back_once(&order, &attempt_payment, &["SUCCESS_AFTER_FAILED"])
@@ -184,6 +179,15 @@ async fn the_platform_endpoint_says_remote_when_payments_go_over_http() {
         body,
         serde_json::json!({"platform": "remote", "sandbox": false, "pays_by_qr_code": false, "demo_shoppers": []})
     );
+}
+
+/// The platform's payment id recorded on the order's payment attempt.
+async fn attempt_platform_payment_id(app: &TestApp, order_no: &str) -> String {
+    sqlx::query_scalar("SELECT platform_payment_id FROM payment_attempts WHERE order_no = $1")
+        .bind(order_no)
+        .fetch_one(&app.db)
+        .await
+        .expect("the attempt's platform payment id")
 }
 
 /// The status of the order's payment attempt, read from the database.
@@ -313,10 +317,7 @@ async fn assert_held_within_the_bound(gate: &Gate, app: &TestApp, unsubmitted: &
         (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
         "{held} connections to a stalled platform for {sent} hand-overs"
     );
-    let waiting: i64 = sqlx::query_scalar(unsubmitted)
-        .fetch_one(&app.db)
-        .await
-        .expect("count");
+    let waiting = crate::refunds::count(app, unsubmitted).await;
     assert_eq!(waiting, sent as i64, "all committed, none handed over yet");
 }
 
@@ -464,12 +465,7 @@ async fn refunds_to_a_stalled_platform_share_the_bound_and_follow_when_it_answer
         REFUNDS,
         "each refund has its own platform refund"
     );
-    let payment_id: String =
-        sqlx::query_scalar("SELECT platform_payment_id FROM payment_attempts WHERE order_no = $1")
-            .bind(&order.order_no)
-            .fetch_one(&app.db)
-            .await
-            .expect("the paid attempt's payment id");
+    let payment_id = attempt_platform_payment_id(&app, &order.order_no).await;
     let payment = simulator
         .payment(&payment_id)
         .expect("the platform has the payment");

@@ -175,6 +175,19 @@ impl BackendProcess {
         self.child.as_ref().map(Child::id)
     }
 
+    /// Its peak resident memory so far (`VmHWM` of `/proc/<pid>/status`), KiB,
+    /// while it runs.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
     async fn spawn(&mut self) -> anyhow::Result<()> {
         if let Some(dir) = self.log.parent() {
             std::fs::create_dir_all(dir)?;

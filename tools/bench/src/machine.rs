@@ -56,16 +56,6 @@ fn field(text: &str, name: &str) -> Option<String> {
     })
 }
 
-/// A process's `VmHWM` (peak resident set), KiB.
-pub fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    field(&status, "VmHWM")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// The page's release `.wasm`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WasmSize {

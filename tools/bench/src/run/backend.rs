@@ -6,7 +6,6 @@
 //! peak is read just before the process stops.
 
 use super::{Bench, say};
-use crate::machine;
 use anyhow::Context;
 use std::net::SocketAddr;
 use storm::processes::BackendProcess;
@@ -121,7 +120,7 @@ impl Bench {
     /// Stops the backend, recording its peak memory under `phase`.
     pub(super) fn stop_backend(&mut self, phase: &str) {
         if let Some((mut process, _)) = self.backend.take() {
-            if let Some(kib) = process.pid().and_then(machine::peak_rss_kib) {
+            if let Some(kib) = process.peak_rss_kib() {
                 say(format!(
                     "    backend peak RSS (VmHWM), {phase}: {:.1} MiB",
                     kib as f64 / 1024.0

@@ -11,16 +11,6 @@ use uuid::Uuid;
 /// Sign-ins sent at once: far more than the cores that check them.
 const FLOOD: usize = 32;
 
-/// The process's peak resident memory so far (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/<pid>/status")
-}
-
 #[tokio::test]
 async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_bounded() {
     // Arrange: a backend whose sign-in failure limits are off, so that every
@@ -41,11 +31,13 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
     })
     .await;
     let url = rig.url().to_owned();
-    let pid = rig.backends[0]
-        .lock()
-        .await
-        .pid()
-        .expect("the backend runs");
+    let peak_rss_kib = || async {
+        rig.backends[0]
+            .lock()
+            .await
+            .peak_rss_kib()
+            .expect("the backend runs")
+    };
     let http = reqwest::Client::new();
     let (email, password) = (
         format!("flood-{}@shop.test", Uuid::new_v4().simple()),
@@ -60,7 +52,7 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
         .await
         .expect("admin answers");
     assert_eq!(created.status(), 201, "the shopper is created");
-    let before = peak_rss_kib(pid);
+    let before = peak_rss_kib().await;
 
     // Act: wrong passwords, for the shopper and for unknown emails, all at once.
     let answers = join_all((0..FLOOD).map(|i| {
@@ -105,7 +97,7 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
         .await
         .expect("count");
     assert_eq!(sessions, 0, "no session was made");
-    let risen_mib = (peak_rss_kib(pid).saturating_sub(before)) / 1024;
+    let risen_mib = (peak_rss_kib().await.saturating_sub(before)) / 1024;
     eprintln!("the flood of {FLOOD} sign-ins raised the backend's peak memory by {risen_mib} MiB");
     let bound_mib = (backend::auth::passwords::checks_at_once() as u64 + 2) * 20;
     assert!(
