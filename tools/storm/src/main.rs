@@ -4,6 +4,8 @@
 //! With no `--backend-url`, storm starts the backend binary itself on a fresh
 //! database (its sandbox posting no callbacks of its own, so storm's are the
 //! ones that charge) and restarts it between the retries and the last delivery.
+//! That database (`checkout_storm_<id>`, named when the backend starts) is
+//! dropped when the run ends exactly once, and kept for inspection otherwise.
 //! `--drop-callbacks` replays the other incident: no callback arrives in time,
 //! the backend's active query must settle the orders, and the callbacks come late.
 //! `--refunds` goes on after the incident: the merchant refunds every order in
@@ -29,6 +31,7 @@
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 use platform_sim::Schedule;
+use sqlx::Connection;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -176,6 +179,8 @@ async fn main() -> anyhow::Result<ExitCode> {
     };
 
     let mut managed = None;
+    // The database storm made for the backend it started (none with --backend-url).
+    let mut own_database = None;
     let mut platform = None;
     let mut key_set = None;
     let target = match &args.backend_url {
@@ -222,7 +227,13 @@ async fn main() -> anyhow::Result<ExitCode> {
             let run_id = uuid::Uuid::new_v4().simple().to_string();
             let database_url = format!("{base}/checkout_storm_{}", &run_id[..12]);
             let log = processes::target_dir().join(format!("storm/backend-{}.log", &run_id[..12]));
-            println!("starting {} (log: {})", binary.display(), log.display());
+            println!(
+                "starting {} on database checkout_storm_{} (log: {})",
+                binary.display(),
+                &run_id[..12],
+                log.display()
+            );
+            own_database = Some(database_url.clone());
             let mut env: Vec<(String, String)> = vec![
                 (backend::env::DATABASE_URL.into(), database_url.clone()),
                 (backend::env::REDIS_URL.into(), args.redis_url.clone()),
@@ -357,6 +368,21 @@ async fn main() -> anyhow::Result<ExitCode> {
         violations.extend(refunds.violations());
     }
     println!("finished in {:.1} s", started.elapsed().as_secs_f64());
+    if let Some(url) = own_database {
+        // The backend first, so nothing reconnects to the database being dropped.
+        drop(restart);
+        drop(managed);
+        target.db.close().await;
+        let name = url.rsplit_once('/').map_or("", |(_, name)| name);
+        if !violations.is_empty() {
+            println!(
+                "storm: database {name} kept for inspection (on the server of --database-url)"
+            );
+        } else if let Err(err) = drop_database(&url).await {
+            // The verdict stands; only the clean-up failed.
+            println!("storm: could not drop database {name}: {err:#}");
+        }
+    }
     if violations.is_empty() && args.refunds {
         println!(
             "EXACTLY ONCE: every order charged once and refunded once (one REFUND row, one credit); \
@@ -384,6 +410,21 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Drops the database at `url` (a run that ended exactly once leaves nothing
+/// behind); `FORCE` ends any connection still open to it.
+async fn drop_database(url: &str) -> anyhow::Result<()> {
+    let (server, name) = url
+        .rsplit_once('/')
+        .context("the database URL names no database")?;
+    let mut conn = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&mut conn)
+        .await
+        .with_context(|| format!("cannot drop the run's database {name}"))?;
+    println!("storm: database {name} dropped");
+    Ok(())
 }
 
 /// The active query's timing for a run whose callbacks are dropped: the

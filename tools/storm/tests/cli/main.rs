@@ -3,7 +3,8 @@
 use std::process::Command;
 
 /// Runs storm with `args` against the backend binary it starts itself, and
-/// returns what it printed; fails the test unless it exited 0.
+/// returns what it printed; fails the test unless it exited 0 and dropped the
+/// database it made.
 fn storm_succeeds(args: &[&str]) -> String {
     let backend = storm::processes::backend_binary().expect("backend binary");
     let output = Command::new(env!("CARGO_BIN_EXE_storm"))
@@ -18,6 +19,7 @@ fn storm_succeeds(args: &[&str]) -> String {
         "storm failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    assert_database_dropped(&stdout);
     stdout
 }
 
@@ -42,6 +44,39 @@ fn storm_replays_the_incident_quickly_and_reports_exactly_once() {
         "{stdout}"
     );
     assert!(stdout.contains("EXACTLY ONCE"), "{stdout}");
+}
+
+/// The database storm made for its backend (named on its "starting" line) is
+/// gone after a run that ended exactly once.
+fn assert_database_dropped(stdout: &str) {
+    let name = stdout
+        .split_whitespace()
+        .find(|word| word.starts_with("checkout_storm_"))
+        .unwrap_or_else(|| panic!("no database named in:\n{stdout}"));
+    assert!(
+        stdout.contains(&format!("storm: database {name} dropped")),
+        "{stdout}"
+    );
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/checkout".into());
+    let server = url
+        .rsplit_once('/')
+        .map_or(url.as_str(), |(server, _)| server);
+    let output = Command::new("psql")
+        .args(["-Atq", "-d"])
+        .arg(format!("{server}/postgres"))
+        .arg("-c")
+        .arg(format!(
+            "SELECT count(*) FROM pg_database WHERE datname = '{name}'"
+        ))
+        .output()
+        .expect("psql runs");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "0",
+        "{name} still exists"
+    );
 }
 
 /// The incident without callbacks, with `platform_args` before the rest: 2
