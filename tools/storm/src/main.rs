@@ -225,15 +225,15 @@ async fn main() -> anyhow::Result<ExitCode> {
                 .rsplit_once('/')
                 .map_or(args.database_url.as_str(), |(base, _)| base);
             let run_id = uuid::Uuid::new_v4().simple().to_string();
-            let database_url = format!("{base}/checkout_storm_{}", &run_id[..12]);
+            let database = format!("checkout_storm_{}", &run_id[..12]);
+            let database_url = format!("{base}/{database}");
             let log = processes::target_dir().join(format!("storm/backend-{}.log", &run_id[..12]));
             println!(
-                "starting {} on database checkout_storm_{} (log: {})",
+                "starting {} on database {database} (log: {})",
                 binary.display(),
-                &run_id[..12],
                 log.display()
             );
-            own_database = Some(database_url.clone());
+            own_database = Some((base.to_owned(), database));
             let mut env: Vec<(String, String)> = vec![
                 (backend::env::DATABASE_URL.into(), database_url.clone()),
                 (backend::env::REDIS_URL.into(), args.redis_url.clone()),
@@ -368,17 +368,16 @@ async fn main() -> anyhow::Result<ExitCode> {
         violations.extend(refunds.violations());
     }
     println!("finished in {:.1} s", started.elapsed().as_secs_f64());
-    if let Some(url) = own_database {
+    if let Some((server, name)) = own_database {
         // The backend first, so nothing reconnects to the database being dropped.
         drop(restart);
         drop(managed);
         target.db.close().await;
-        let name = url.rsplit_once('/').map_or("", |(_, name)| name);
         if !violations.is_empty() {
             println!(
                 "storm: database {name} kept for inspection (on the server of --database-url)"
             );
-        } else if let Err(err) = drop_database(&url).await {
+        } else if let Err(err) = drop_database(&server, &name).await {
             // The verdict stands; only the clean-up failed.
             println!("storm: could not drop database {name}: {err:#}");
         }
@@ -412,12 +411,9 @@ async fn main() -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Drops the database at `url` (a run that ended exactly once leaves nothing
-/// behind); `FORCE` ends any connection still open to it.
-async fn drop_database(url: &str) -> anyhow::Result<()> {
-    let (server, name) = url
-        .rsplit_once('/')
-        .context("the database URL names no database")?;
+/// Drops database `name` on `server` (a run that ended exactly once leaves
+/// nothing behind); `FORCE` ends any connection still open to it.
+async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
     let mut conn = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
     sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
         .execute(&mut conn)
