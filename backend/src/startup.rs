@@ -24,6 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -542,28 +543,38 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     ));
     let doc = crate::openapi::Document::new(&doc);
     let trusted_proxies = state.trusted_proxies.clone();
-    let mut app = api.layer(axum::Extension(doc)).with_state(state);
+    let mut app = api.with_state(state);
     app = match static_dir {
         // Files of the build output; client-side routes such as /pay/{order_no}
         // get index.html with 200; dotfiles and symlinks out of `dir` are 404.
         Some(dir) => app.fallback_service(static_files::service(dir)),
         None => app.fallback(|| async { ApiError::NotFound }),
     };
-    app.layer(axum::Extension(trusted_proxies))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(
-            headers,
-            web_security::security_headers,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(15),
-        ))
-        .layer(CatchPanicLayer::new())
-        .layer(TraceLayer::new_for_http())
+    // The layers every answer passes through wrap the router once, as one
+    // service, rather than each route through `Router::layer`: that boxes
+    // every route again per layer, and a request then cloned every boxed
+    // layer beneath each `from_fn` and `Route` it passed (49 boxed clones, an
+    // allocation each, per callback; about a quarter of the backend's own
+    // instructions per callback; docs/BENCHMARKS.md, eleventh pass). Here the
+    // stack is one type, cloned once per request, and the router is an `Arc`.
+    let app = ServiceBuilder::new()
         .layer(SetSensitiveHeadersLayer::new([
             header::AUTHORIZATION,
             header::HeaderName::from_static(callback_signing::HEADER_SIGNATURE),
         ]))
-        .merge(readiness)
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::new())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(15),
+        ))
+        .layer(middleware::from_fn_with_state(
+            headers,
+            web_security::security_headers,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::Extension(trusted_proxies))
+        .layer(axum::Extension(doc))
+        .service(app);
+    readiness.fallback_service(app)
 }
