@@ -557,6 +557,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     // allocation each, per callback; about a quarter of the backend's own
     // instructions per callback; docs/BENCHMARKS.md, eleventh pass). Here the
     // stack is one type, cloned once per request, and the router is an `Arc`.
+    // It is the readiness router's fallback, so `/readyz` alone stays outside.
     let app = ServiceBuilder::new()
         .layer(SetSensitiveHeadersLayer::new([
             header::AUTHORIZATION,
