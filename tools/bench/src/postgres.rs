@@ -7,7 +7,7 @@
 //! the next unused `k`s, so each callback finds its own PENDING order.
 
 use anyhow::Context;
-use sqlx::{Connection, PgConnection, PgPool, Row};
+use sqlx::{PgPool, Row};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -100,9 +100,14 @@ impl Server {
         }
     }
 
+    /// The server's URL, without a database.
+    pub fn server_url(&self) -> String {
+        format!("postgres://{}@{}:{}", self.user, self.host, self.port)
+    }
+
     /// The URL of database `db`.
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://{}@{}:{}/{db}", self.user, self.host, self.port)
+        format!("{}/{db}", self.server_url())
     }
 
     /// `-h host -p port -U user` for the command-line tools.
@@ -122,11 +127,9 @@ impl Server {
         if self.is_owned() {
             return Ok(());
         }
-        let mut conn = PgConnection::connect(&self.url("postgres")).await?;
+        let server = self.server_url();
         for name in names {
-            sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                .execute(&mut conn)
-                .await?;
+            storm::drop_database(&server, name).await?;
         }
         Ok(())
     }

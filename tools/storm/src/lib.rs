@@ -20,3 +20,17 @@ pub mod platform;
 pub mod refunds;
 pub mod shop;
 pub use testkit as processes;
+
+/// Drops database `name` on the PostgreSQL server at `server`
+/// (`postgres://user@host:port`, no database); `FORCE` ends any connection
+/// still open to it. What storm and the benchmark made for a run goes this way.
+pub async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&mut conn)
+        .await
+        .with_context(|| format!("cannot drop database {name}"))?;
+    Ok(())
+}

@@ -31,7 +31,6 @@
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 use platform_sim::Schedule;
-use sqlx::Connection;
 use sqlx::postgres::PgPoolOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -377,9 +376,12 @@ async fn main() -> anyhow::Result<ExitCode> {
             println!(
                 "storm: database {name} kept for inspection (on the server of --database-url)"
             );
-        } else if let Err(err) = drop_database(&server, &name).await {
-            // The verdict stands; only the clean-up failed.
-            println!("storm: could not drop database {name}: {err:#}");
+        } else {
+            match storm::drop_database(&server, &name).await {
+                Ok(()) => println!("storm: database {name} dropped"),
+                // The verdict stands; only the clean-up failed.
+                Err(err) => println!("storm: could not drop database {name}: {err:#}"),
+            }
         }
     }
     if violations.is_empty() && args.refunds {
@@ -409,18 +411,6 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::FAILURE)
     }
-}
-
-/// Drops database `name` on `server` (a run that ended exactly once leaves
-/// nothing behind); `FORCE` ends any connection still open to it.
-async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut conn)
-        .await
-        .with_context(|| format!("cannot drop the run's database {name}"))?;
-    println!("storm: database {name} dropped");
-    Ok(())
 }
 
 /// The active query's timing for a run whose callbacks are dropped: the
