@@ -30,7 +30,6 @@ use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::SessionManagerLayer;
-use tower_sessions_sqlx_store::PostgresStore;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -153,8 +152,13 @@ impl Application {
             routes::demo::remove(&db).await?;
             Vec::new()
         };
+        let warm = crate::db::warm::WarmConnections::new(
+            db.clone(),
+            crate::db::warm::WarmConnections::max_for_pool(config.database_max_connections),
+        );
         let sessions = session::layer(
             &db,
+            warm.clone(),
             Duration::from_secs(config.session_idle_secs),
             config.cookie_secure,
         )
@@ -163,10 +167,7 @@ impl Application {
 
         let state = AppState::new(crate::state::Handles {
             db: db.clone(),
-            warm: crate::db::warm::WarmConnections::new(
-                db.clone(),
-                crate::db::warm::WarmConnections::max_for_pool(config.database_max_connections),
-            ),
+            warm,
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
@@ -504,7 +505,7 @@ pub struct WebSecurity {
     /// The CSRF check.
     pub csrf: Csrf,
     /// Session cookies and their PostgreSQL store.
-    pub sessions: SessionManagerLayer<PostgresStore>,
+    pub sessions: SessionManagerLayer<session::Sessions>,
     /// Headers on every answer.
     pub headers: SecurityHeaders,
 }

@@ -7,6 +7,7 @@
 //! gives the session a new id ([`sign_in`]), so a cookie planted before sign-in
 //! is worthless after it.
 
+use crate::db::warm::WarmConnections;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::FromRequestParts;
@@ -14,7 +15,8 @@ use axum::http::request::Parts;
 use sqlx::PgPool;
 use std::time::Duration;
 use tower_sessions::cookie::SameSite;
-use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::session::{Id, Record};
+use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 use uuid::Uuid;
@@ -33,16 +35,18 @@ const SAVED_AT_KEY: &str = "saved_at";
 /// it was last saved ([`keep_alive`]).
 const RESAVE_FRACTION: u32 = 8;
 
-/// The layer that loads and saves sessions; expired rows are deleted every 10
-/// minutes. The table (`tower_sessions.session`) is created with the migrations
+/// The layer that loads and saves sessions ([`Sessions`], loading over
+/// `warm`); expired rows are deleted every 10 minutes. The table
+/// (`tower_sessions.session`) is created with the migrations
 /// ([`crate::schema`]), so the serving role needs no DDL here.
 pub async fn layer(
     db: &PgPool,
+    warm: WarmConnections,
     idle: Duration,
     secure: bool,
-) -> anyhow::Result<SessionManagerLayer<PostgresStore>> {
-    let store = PostgresStore::new(db.clone());
-    let sweeper = store.clone();
+) -> anyhow::Result<SessionManagerLayer<Sessions>> {
+    let store = Sessions::new(db, warm);
+    let sweeper = store.store.clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(600));
         loop {
@@ -62,6 +66,66 @@ pub async fn layer(
         .with_path("/")
         .with_secure(secure)
         .with_expiry(Expiry::OnInactivity(idle)))
+}
+
+/// The SQL of [`Sessions::load`]: the same as the library store's.
+const LOAD_SQL: &str =
+    r#"select data from "tower_sessions"."session" where id = $1 and expiry_date > $2"#;
+
+/// The session store: `tower-sessions-sqlx-store`'s PostgreSQL store, whose
+/// table, encoding and writes it keeps, with one change: the load every
+/// signed-in request makes runs on a connection of [`WarmConnections`]. The
+/// pool gives each connection back through a second round trip to PostgreSQL
+/// (sqlx's ping, [`crate::db::warm`]), as many round trips as the load's one
+/// short `SELECT` (docs/BENCHMARKS.md, "Issue 15, twelfth pass", measures what
+/// keeping the connection saved). Creating, saving and deleting a session,
+/// rarer, go through the library's store unchanged.
+#[derive(Clone, Debug)]
+pub struct Sessions {
+    store: PostgresStore,
+    warm: WarmConnections,
+}
+
+impl Sessions {
+    /// The store on `db`, loading over `warm` (connections of the same pool).
+    pub fn new(db: &PgPool, warm: WarmConnections) -> Self {
+        Self {
+            store: PostgresStore::new(db.clone()),
+            warm,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for Sessions {
+    async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        self.store.create(record).await
+    }
+
+    async fn save(&self, record: &Record) -> session_store::Result<()> {
+        self.store.save(record).await
+    }
+
+    async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
+        let backend = |err: sqlx::Error| session_store::Error::Backend(err.to_string());
+        let mut conn = self.warm.acquire().await.map_err(backend)?;
+        let row: sqlx::Result<Option<(Vec<u8>,)>> = sqlx::query_as(LOAD_SQL)
+            .bind(session_id.to_string())
+            .bind(time::OffsetDateTime::now_utc())
+            .fetch_optional(&mut *conn)
+            .await;
+        self.warm.give_back(conn, &row);
+        row.map_err(backend)?
+            .map(|(data,)| {
+                rmp_serde::from_slice(&data)
+                    .map_err(|err| session_store::Error::Decode(err.to_string()))
+            })
+            .transpose()
+    }
+
+    async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
+        self.store.delete(session_id).await
+    }
 }
 
 /// The store's backend is PostgreSQL: its failures are an outage (503, the

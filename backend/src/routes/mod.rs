@@ -23,7 +23,6 @@ use crate::state::AppState;
 use crate::web_security::{Csrf, csrf_guard};
 use axum::middleware;
 use tower_sessions::SessionManagerLayer;
-use tower_sessions_sqlx_store::PostgresStore;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -40,7 +39,7 @@ use utoipa_axum::routes;
 pub fn api(
     state: &AppState,
     csrf: Csrf,
-    sessions: SessionManagerLayer<PostgresStore>,
+    sessions: SessionManagerLayer<crate::auth::session::Sessions>,
 ) -> OpenApiRouter<AppState> {
     // Route layers, so they cover every route of the group and run before its extractors.
     let admin = OpenApiRouter::new()

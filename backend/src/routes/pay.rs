@@ -203,9 +203,12 @@ async fn start_attempt(
         response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
         response_body: &body,
     };
-    if let Some(attempt) =
-        attempts::start_in_one(&state.db, new, time::OffsetDateTime::now_utc()).await?
-    {
+    // On a connection the stash keeps for the next statement: through the
+    // pool, each pay paid for sqlx's ping when the connection went back.
+    let mut conn = state.warm.acquire().await?;
+    let started = attempts::start_in_one(&mut *conn, new, time::OffsetDateTime::now_utc()).await;
+    state.warm.give_back(conn, &started);
+    if let Some(attempt) = started? {
         return Ok(Started::New(attempt));
     }
     start_attempt_in_tx(state, new).await

@@ -375,3 +375,56 @@ async fn reading_a_session_writes_it_again_only_after_an_eighth_of_its_idle_time
         "the expiry moved with the request: {at_sign_in} -> {slid}"
     );
 }
+
+#[tokio::test]
+async fn the_store_loads_what_the_library_s_store_saved_over_a_kept_connection() {
+    use backend::auth::session::Sessions;
+    use backend::db::warm::WarmConnections;
+    use tower_sessions::SessionStore;
+    use tower_sessions::session::{Id, Record};
+    use tower_sessions::session_store::Error;
+    use tower_sessions_sqlx_store::PostgresStore;
+
+    let (_database, db) = crate::due_queries::database_with_pool(2).await;
+    let library = PostgresStore::new(db.clone());
+    let warm = WarmConnections::new(db.clone(), 1);
+    let ours = Sessions::new(&db, warm.clone());
+    let now = time::OffsetDateTime::now_utc();
+    let record = |expiry_date| Record {
+        id: Id::default(),
+        data: [("shopper_id".to_owned(), json!(uuid::Uuid::new_v4()))]
+            .into_iter()
+            .collect(),
+        expiry_date,
+    };
+
+    let mut live = record(now + time::Duration::hours(1));
+    library.create(&mut live).await.expect("saved");
+    let loaded = ours.load(&live.id).await.expect("loaded");
+    assert_eq!(loaded, Some(live.clone()), "the library's row, decoded");
+    assert_eq!(
+        warm.stashed(),
+        1,
+        "the load's connection is kept for the next"
+    );
+    // The library's own load agrees.
+    assert_eq!(library.load(&live.id).await.expect("loaded"), Some(live));
+
+    let mut expired = record(now - time::Duration::seconds(1));
+    library.create(&mut expired).await.expect("saved");
+    assert_eq!(ours.load(&expired.id).await.expect("loaded"), None);
+    assert_eq!(ours.load(&Id::default()).await.expect("loaded"), None);
+
+    // A row that does not decode is an error, not a missing session.
+    let mut broken = record(now + time::Duration::hours(1));
+    library.create(&mut broken).await.expect("saved");
+    sqlx::query("UPDATE tower_sessions.session SET data = '\\xc1'::bytea WHERE id = $1")
+        .bind(broken.id.to_string())
+        .execute(&db)
+        .await
+        .expect("updated");
+    assert!(
+        matches!(ours.load(&broken.id).await, Err(Error::Decode(_))),
+        "undecodable session data is an error"
+    );
+}
