@@ -1,5 +1,7 @@
-//! Connections the callback statement gives back to itself, skipping sqlx's
-//! ping on release.
+//! Connections the hot paths' one statements give back to themselves,
+//! skipping sqlx's ping on release: the callback's first statement, the pay's
+//! attempt and hold, and each signed-in request's session load
+//! ([`crate::auth::session::Sessions`]).
 //!
 //! sqlx (0.8) returns every pooled connection through a task that sends a bare
 //! `Sync` and waits for `ReadyForQuery` before the connection is idle again: a
@@ -8,18 +10,20 @@
 //! checkout). On the new-callback path it cost 5-10 % of the throughput
 //! (docs/BENCHMARKS.md, "Issue 15, fifth pass").
 //!
-//! [`WarmConnections`] keeps the connections of the callback's one statement
-//! checked out between callbacks instead: a statement that completed (answered,
-//! or refused by the database) leaves its connection in a small stash, and the
-//! next callback takes it from there before asking the pool. Callbacks take
-//! turns, first come first served, and at most `max` hold a connection at once
-//! (the stash's size), so a callback that waited for a connection is never
-//! overtaken by one that arrived later and found the stash full (without the
-//! turns the p99 at 32 clients went from 16 to 140 ms). A connection that is not
-//! reused within [`WARM_FOR`] goes back to the pool (with sqlx's ping), so the
-//! stash holds connections only while callbacks keep them busy, and the session
-//! store and the workers always find the rest of the pool
-//! ([`WarmConnections::max_for_pool`] leaves them four).
+//! [`WarmConnections`] keeps the connections of those statements checked out
+//! between them instead: a statement that completed (answered, or refused by
+//! the database) leaves its connection in a small stash, and the next one takes
+//! it from there before asking the pool. The statements take turns, first come
+//! first served, and at most `max` hold a connection at once (the stash's
+//! size), so a statement that waited for a connection is never overtaken by one
+//! that arrived later and found the stash full (without the turns the p99 of
+//! callbacks at 32 clients went from 16 to 140 ms). A turn lasts one statement,
+//! never a transaction or a request, so no holder waits for a second one. A
+//! connection that is not reused within [`WARM_FOR`] goes back to the pool
+//! (with sqlx's ping), so the stash holds connections only while these paths
+//! keep them busy, and the session store's writes, the transactions and the
+//! workers always find the rest of the pool ([`WarmConnections::max_for_pool`]
+//! leaves them four).
 //!
 //! What the ping was for still holds without it: a connection whose statement
 //! failed in any way other than a refusal by the database ([`is_refusal`]) is
