@@ -10,12 +10,15 @@
 //!
 //! A slot also carries the 19 MiB the algorithm works in, reused from one
 //! check to the next: the memory of password checks is at most
-//! `checks_at_once() x 19 MiB` for the life of the process. Measured on a
-//! backend process with 32 wrong sign-ins sent at once
-//! (`tools/storm/tests/faults/sign_in_flood.rs`): with every check allocating
-//! its own memory on the blocking pool, glibc kept what each thread had freed
-//! and the process grew by about 400 MiB, and without the bound every request
-//! would hold its 19 MiB at the same moment.
+//! `checks_at_once() x 19 MiB`. Measured on a backend process with 32 wrong
+//! sign-ins sent at once (`tools/storm/tests/faults/sign_in_flood.rs`): with
+//! every check allocating its own memory on the blocking pool, glibc kept what
+//! each thread had freed and the process grew by about 400 MiB, and without
+//! the bound every request would hold its 19 MiB at the same moment. Memory no
+//! check has used for [`IDLE_MEMORY_KEPT`] goes back to the system (a thread of
+//! its own frees it; an allocation this size is a mapping of its own, unmapped
+//! when freed), so a burst of sign-ins does not leave the process
+//! `checks_at_once() x 19 MiB` larger for good.
 
 use crate::error::ApiError;
 use argon2::password_hash::rand_core::OsRng;
@@ -27,7 +30,7 @@ use argon2::{Algorithm, Argon2, Block, Params, Version};
 use secrecy::{ExposeSecret, SecretString};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Shortest password a shopper may be given.
@@ -54,10 +57,59 @@ fn slots() -> Arc<Semaphore> {
     Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(checks_at_once()))))
 }
 
-/// The working memory of the slots not in use (at most [`checks_at_once`]).
-fn idle_memory() -> &'static Mutex<Vec<Box<[Block]>>> {
-    static IDLE: OnceLock<Mutex<Vec<Box<[Block]>>>> = OnceLock::new();
+/// How long the working memory of a slot is kept for the next check once no
+/// check uses it; then it goes back to the system.
+pub const IDLE_MEMORY_KEPT: Duration = Duration::from_secs(5);
+
+/// The working memory of the slots not in use (at most [`checks_at_once`]),
+/// each with when it was last given back: the oldest first.
+type IdleMemory = Vec<(Box<[Block]>, Instant)>;
+
+/// The idle working memory, locked.
+fn idle_memory() -> std::sync::MutexGuard<'static, IdleMemory> {
+    static IDLE: OnceLock<Mutex<IdleMemory>> = OnceLock::new();
     IDLE.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Frees the idle working memory given back before `now - IDLE_MEMORY_KEPT`;
+/// returns how many slots' worth it freed.
+pub fn release_idle_memory(now: Instant) -> usize {
+    let Some(before) = now.checked_sub(IDLE_MEMORY_KEPT) else {
+        return 0;
+    };
+    let released = take_idle_since(&mut idle_memory(), before);
+    // Freed outside the lock.
+    released.len()
+}
+
+/// Takes out of `idle` (oldest first) what was given back before `before`.
+fn take_idle_since<T>(idle: &mut Vec<(T, Instant)>, before: Instant) -> Vec<T> {
+    let kept_from = idle
+        .iter()
+        .position(|(_, since)| *since >= before)
+        .unwrap_or(idle.len());
+    idle.drain(..kept_from).map(|(memory, _)| memory).collect()
+}
+
+/// Starts, once per process, the thread that frees idle working memory (a
+/// thread rather than a task: it outlives any one tokio runtime).
+fn start_releasing_idle_memory() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let started = std::thread::Builder::new()
+            .name("password-memory".to_owned())
+            .spawn(|| {
+                loop {
+                    std::thread::sleep(IDLE_MEMORY_KEPT / 2);
+                    release_idle_memory(Instant::now());
+                }
+            });
+        if let Err(err) = started {
+            tracing::warn!(error = %err, "cannot start the thread that frees idle password-check memory; it stays allocated");
+        }
+    });
 }
 
 /// The right to run one password hash or check now ([`slot`]), with the
@@ -78,10 +130,7 @@ impl std::fmt::Debug for CheckSlot {
 impl Drop for CheckSlot {
     fn drop(&mut self) {
         let memory = std::mem::take(&mut self.memory);
-        idle_memory()
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(memory);
+        idle_memory().push((memory, Instant::now()));
     }
 }
 
@@ -100,11 +149,10 @@ pub async fn slot() -> Result<CheckSlot, ApiError> {
             return Err(ApiError::PasswordChecksBusy);
         }
     };
-    let idle = idle_memory()
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .pop();
-    // Made once per slot ever in use at the same time, then reused.
+    // The most recently used memory; made anew when none is idle (it is
+    // reused while checks keep coming, freed once they stop).
+    let idle = idle_memory().pop().map(|(memory, _)| memory);
+    start_releasing_idle_memory();
     let memory =
         idle.unwrap_or_else(|| vec![Block::default(); params().block_count()].into_boxed_slice());
     Ok(CheckSlot {
@@ -280,6 +328,21 @@ mod tests {
         assert!(!check("anything", None).await);
     }
 
+    #[test]
+    fn idle_memory_goes_back_oldest_first_once_unused_for_the_time_kept() {
+        let start = Instant::now();
+        let at = |secs| start + Duration::from_secs(secs);
+        let mut idle = vec![("first", at(0)), ("second", at(3)), ("third", at(4))];
+        // Nothing is older than the time kept.
+        assert!(take_idle_since(&mut idle, at(0)).is_empty());
+        assert_eq!(idle.len(), 3);
+        // Given back before 4 s: the first two.
+        assert_eq!(take_idle_since(&mut idle, at(4)), vec!["first", "second"]);
+        assert_eq!(idle, vec![("third", at(4))]);
+        assert_eq!(take_idle_since(&mut idle, at(60)), vec!["third"]);
+        assert!(idle.is_empty());
+    }
+
     #[tokio::test]
     async fn hashes_made_by_the_library_itself_verify_in_a_slot_and_slots_hand_their_memory_on() {
         // A hash as argon2's own allocating code makes it, with other
@@ -320,7 +383,7 @@ mod tests {
         )
         .await;
         drop(held);
-        let idle = idle_memory().lock().expect("not poisoned").len();
+        let idle = idle_memory().len();
         assert!(
             (1..=checks_at_once()).contains(&idle),
             "{idle} sets of working memory for {} slots",

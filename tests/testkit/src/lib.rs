@@ -178,10 +178,20 @@ impl BackendProcess {
     /// Its peak resident memory so far (`VmHWM` of `/proc/<pid>/status`), KiB,
     /// while it runs.
     pub fn peak_rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmHWM:")
+    }
+
+    /// Its resident memory now (`VmRSS` of `/proc/<pid>/status`), KiB, while it runs.
+    pub fn rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The figure of `/proc/<pid>/status` line `field`, in KiB.
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))?
+            .find_map(|line| line.strip_prefix(field))?
             .split_whitespace()
             .next()?
             .parse()

@@ -113,4 +113,25 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
         .await
         .expect("an answer");
     assert_eq!(signed_in.status(), 200);
+
+    // Once no check has used it for a while, the checks' working memory goes
+    // back to the system: the flood does not leave the process larger for good.
+    let rss_kib = || async {
+        rig.backends[0]
+            .lock()
+            .await
+            .rss_kib()
+            .expect("the backend runs")
+    };
+    let after_flood = rss_kib().await;
+    let kept = backend::auth::passwords::IDLE_MEMORY_KEPT;
+    tokio::time::sleep(kept + kept / 2 + std::time::Duration::from_secs(1)).await;
+    let fell_mib = after_flood.saturating_sub(rss_kib().await) / 1024;
+    eprintln!("{kept:?} after the last sign-in the backend's memory fell by {fell_mib} MiB");
+    let slots = backend::auth::passwords::checks_at_once() as u64;
+    assert!(
+        fell_mib >= slots * 15,
+        "the idle working memory of {slots} password-check slots (19 MiB each) was not given back: \
+         the backend's memory fell by {fell_mib} MiB"
+    );
 }
