@@ -31,13 +31,12 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
     })
     .await;
     let url = rig.url().to_owned();
-    let peak_rss_kib = || async {
-        rig.backends[0]
-            .lock()
-            .await
-            .peak_rss_kib()
-            .expect("the backend runs")
+    // The backend's memory, KiB: (peak so far, resident now).
+    let memory_kib = || async {
+        let backend = rig.backends[0].lock().await;
+        (backend.peak_rss_kib(), backend.rss_kib())
     };
+    let peak_rss_kib = || async { memory_kib().await.0.expect("the backend runs") };
     let http = reqwest::Client::new();
     let (email, password) = (
         format!("flood-{}@shop.test", Uuid::new_v4().simple()),
@@ -116,13 +115,7 @@ async fn a_flood_of_sign_ins_checks_a_few_passwords_at_a_time_and_memory_stays_b
 
     // Once no check has used it for a while, the checks' working memory goes
     // back to the system: the flood does not leave the process larger for good.
-    let rss_kib = || async {
-        rig.backends[0]
-            .lock()
-            .await
-            .rss_kib()
-            .expect("the backend runs")
-    };
+    let rss_kib = || async { memory_kib().await.1.expect("the backend runs") };
     let after_flood = rss_kib().await;
     let kept = backend::auth::passwords::IDLE_MEMORY_KEPT;
     tokio::time::sleep(kept + kept / 2 + std::time::Duration::from_secs(1)).await;
