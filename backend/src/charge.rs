@@ -396,10 +396,9 @@ async fn first_statement(
         tx.commit().await?;
         Ok(look)
     } else {
-        let mut conn = warm.acquire().await?;
-        let look = callbacks::first_statement(&mut *conn, &incoming).await;
-        warm.give_back(conn, &look);
-        Ok(look?)
+        Ok(warm
+            .run(async |conn| callbacks::first_statement(conn, &incoming).await)
+            .await?)
     }
 }
 

@@ -107,20 +107,22 @@ impl SessionStore for Sessions {
     }
 
     async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
-        let backend = |err: sqlx::Error| session_store::Error::Backend(err.to_string());
-        let mut conn = self.warm.acquire().await.map_err(backend)?;
-        let row: sqlx::Result<Option<(Vec<u8>,)>> = sqlx::query_as(LOAD_SQL)
-            .bind(session_id.to_string())
-            .bind(time::OffsetDateTime::now_utc())
-            .fetch_optional(&mut *conn)
-            .await;
-        self.warm.give_back(conn, &row);
-        row.map_err(backend)?
-            .map(|(data,)| {
-                rmp_serde::from_slice(&data)
-                    .map_err(|err| session_store::Error::Decode(err.to_string()))
+        let row: Option<(Vec<u8>,)> = self
+            .warm
+            .run(async |conn| {
+                sqlx::query_as(LOAD_SQL)
+                    .bind(session_id.to_string())
+                    .bind(time::OffsetDateTime::now_utc())
+                    .fetch_optional(conn)
+                    .await
             })
-            .transpose()
+            .await
+            .map_err(|err| session_store::Error::Backend(err.to_string()))?;
+        row.map(|(data,)| {
+            rmp_serde::from_slice(&data)
+                .map_err(|err| session_store::Error::Decode(err.to_string()))
+        })
+        .transpose()
     }
 
     async fn delete(&self, session_id: &Id) -> session_store::Result<()> {

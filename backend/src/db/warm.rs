@@ -145,6 +145,18 @@ impl WarmConnections {
         }
     }
 
+    /// Runs one statement on a connection of this stash ([`Self::acquire`]) and
+    /// gives the connection back after it ([`Self::give_back`]).
+    pub async fn run<T>(
+        &self,
+        statement: impl AsyncFnOnce(&mut PgConnection) -> sqlx::Result<T>,
+    ) -> sqlx::Result<T> {
+        let mut warm = self.acquire().await?;
+        let outcome = statement(&mut warm).await;
+        self.give_back(warm, &outcome);
+        outcome
+    }
+
     /// Connections stashed now.
     pub fn stashed(&self) -> usize {
         self.lock().len()

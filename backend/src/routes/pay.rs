@@ -205,10 +205,11 @@ async fn start_attempt(
     };
     // On a connection the stash keeps for the next statement: through the
     // pool, each pay paid for sqlx's ping when the connection went back.
-    let mut conn = state.warm.acquire().await?;
-    let started = attempts::start_in_one(&mut *conn, new, time::OffsetDateTime::now_utc()).await;
-    state.warm.give_back(conn, &started);
-    if let Some(attempt) = started? {
+    let started = state
+        .warm
+        .run(async |conn| attempts::start_in_one(conn, new, time::OffsetDateTime::now_utc()).await)
+        .await?;
+    if let Some(attempt) = started {
         return Ok(Started::New(attempt));
     }
     start_attempt_in_tx(state, new).await
