@@ -415,6 +415,14 @@ mod tests {
         )
     }
 
+    /// The `standardwebhooks` crate keyed with `secret`: the reference.
+    fn oracle(secret: &CallbackSecret) -> standardwebhooks::Webhook {
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(&secret.expose()[SECRET_PREFIX.len()..])
+            .expect("base64");
+        standardwebhooks::Webhook::from_bytes(key).expect("key")
+    }
+
     /// The `standardwebhooks` crate's verdict in this crate's terms.
     fn oracle_verdict(
         secret: &CallbackSecret,
@@ -422,21 +430,23 @@ mod tests {
         headers: &HeaderMap,
     ) -> Result<(), VerifyError> {
         use standardwebhooks::WebhookError;
-        let key = base64::engine::general_purpose::STANDARD
-            .decode(&secret.expose()[SECRET_PREFIX.len()..])
-            .expect("base64");
-        let webhook = standardwebhooks::Webhook::from_bytes(key).expect("key");
-        webhook.verify(body, headers).map_err(|err| match err {
-            WebhookError::MissingHeader(name) => VerifyError::MissingHeader(oracle_header(name)),
-            WebhookError::InvalidHeader(name) => VerifyError::InvalidHeader(oracle_header(name)),
-            WebhookError::InvalidTimestamp => VerifyError::InvalidTimestamp,
-            WebhookError::TimestampTooOldError => VerifyError::TooOld,
-            WebhookError::FutureTimestampError => VerifyError::InFuture,
-            WebhookError::InvalidPayload => VerifyError::InvalidBody,
-            WebhookError::InvalidSignature | WebhookError::InvalidSecret(_) => {
-                VerifyError::Mismatch
-            }
-        })
+        oracle(secret)
+            .verify(body, headers)
+            .map_err(|err| match err {
+                WebhookError::MissingHeader(name) => {
+                    VerifyError::MissingHeader(oracle_header(name))
+                }
+                WebhookError::InvalidHeader(name) => {
+                    VerifyError::InvalidHeader(oracle_header(name))
+                }
+                WebhookError::InvalidTimestamp => VerifyError::InvalidTimestamp,
+                WebhookError::TimestampTooOldError => VerifyError::TooOld,
+                WebhookError::FutureTimestampError => VerifyError::InFuture,
+                WebhookError::InvalidPayload => VerifyError::InvalidBody,
+                WebhookError::InvalidSignature | WebhookError::InvalidSecret(_) => {
+                    VerifyError::Mismatch
+                }
+            })
     }
 
     /// The crate names headers without their `webhook-` prefix.
@@ -470,8 +480,7 @@ mod tests {
         ];
         for key_bytes in [24, 32, 64, 65, 200] {
             let secret = CallbackSecret::parse(&secret_of(key_bytes)).expect("secret");
-            let key = vec![7u8; key_bytes];
-            let webhook = standardwebhooks::Webhook::from_bytes(key).expect("key");
+            let webhook = oracle(&secret);
             for body in bodies {
                 for (id, timestamp) in [
                     ("evt_1", 1_700_000_000),
@@ -600,7 +609,7 @@ mod tests {
         ) {
             let text = format!("{SECRET_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(&key));
             let secret = CallbackSecret::parse(&text).expect("secret");
-            let webhook = standardwebhooks::Webhook::from_bytes(key).expect("key");
+            let webhook = oracle(&secret);
             let now = OffsetDateTime::now_utc().unix_timestamp();
             let signed = secret.sign(&id, now, body.as_bytes()).expect("utf-8");
             proptest::prop_assert_eq!(&signed.signature, &webhook.sign(&id, now, body.as_bytes()).expect("utf-8"));
