@@ -73,15 +73,14 @@ fn idle_memory() -> std::sync::MutexGuard<'static, IdleMemory> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Frees the idle working memory given back before `now - IDLE_MEMORY_KEPT`;
-/// returns how many slots' worth it freed.
-pub fn release_idle_memory(now: Instant) -> usize {
+/// Frees the idle working memory given back before `now - IDLE_MEMORY_KEPT`.
+fn release_idle_memory(now: Instant) {
     let Some(before) = now.checked_sub(IDLE_MEMORY_KEPT) else {
-        return 0;
+        return;
     };
     let released = take_idle_since(&mut idle_memory(), before);
     // Freed outside the lock.
-    released.len()
+    drop(released);
 }
 
 /// Takes out of `idle` (oldest first) what was given back before `before`.
