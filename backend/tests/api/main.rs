@@ -10,6 +10,7 @@ mod browser_defences;
 mod callback_fuzz;
 mod callbacks;
 mod connections;
+mod database_tls;
 mod db_roles;
 mod due_queries;
 mod expiry;
