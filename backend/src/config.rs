@@ -340,6 +340,11 @@ impl Config {
         if master_name.is_empty() {
             return Err(ConfigError::NoRedisMasterName);
         }
+        // The sentinel client would reach the primary in plain TCP: refused
+        // rather than quietly unencrypted.
+        if self.redis_url.expose().starts_with("rediss://") {
+            return Err(ConfigError::RedisTlsThroughSentinels);
+        }
         Ok(RedisTarget::Sentinel {
             sentinels,
             master_name: master_name.to_owned(),
@@ -537,6 +542,12 @@ pub enum ConfigError {
     /// Sentinels without the name of the master they monitor.
     #[error("REDIS_MASTER_NAME is empty: with REDIS_SENTINELS it names the monitored master")]
     NoRedisMasterName,
+    /// `REDIS_URL` asks for TLS (`rediss://`) and `REDIS_SENTINELS` is set.
+    #[error(
+        "REDIS_URL is rediss:// (TLS) but REDIS_SENTINELS is set: Redis over TLS is supported \
+         only directly (REDIS_URL=rediss://host:port, REDIS_SENTINELS empty), not through Sentinel"
+    )]
+    RedisTlsThroughSentinels,
 }
 
 /// The fewest characters an admin token may have.
@@ -1114,6 +1125,29 @@ mod tests {
         let debug = format!("{:?}", settled.redis);
         assert!(!debug.contains("redis-password"), "{debug}");
         assert!(debug.contains("127.0.0.1:26379"), "{debug}");
+
+        let tls_through_sentinels = Config {
+            redis_url: "rediss://app:redis-password@ignored:6380/2".into(),
+            ..with("127.0.0.1:26379")
+        };
+        let refused = tls_through_sentinels
+            .settle()
+            .map(|s| s.redis)
+            .expect_err("TLS through sentinels is refused, not downgraded");
+        assert!(matches!(refused, ConfigError::RedisTlsThroughSentinels));
+        assert!(refused.to_string().contains("REDIS_SENTINELS"), "{refused}");
+        assert!(
+            matches!(
+                Config {
+                    redis_url: "rediss://app:redis-password@primary:6380/2".into(),
+                    ..with("")
+                }
+                .settle()
+                .map(|s| s.redis),
+                Ok(RedisTarget::Direct { .. })
+            ),
+            "rediss:// directly is Redis over TLS"
+        );
 
         for bad in [
             "127.0.0.1",

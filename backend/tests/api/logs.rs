@@ -16,7 +16,7 @@ const PASSWORD: &str = "logs-test-password-never-logged";
 
 /// An order paid through the sandbox by a backend run at `RUST_LOG=debug`, and
 /// what a reader of its log must (not) find there.
-struct PaidOrder {
+pub(crate) struct PaidOrder {
     database: TestDatabase,
     log: PathBuf,
     output: String,
@@ -30,7 +30,7 @@ impl PaidOrder {
     /// Runs the backend with `extra_env`, signs a shopper in and pays one of two
     /// orders with every path a token takes (refused on the other order, paid,
     /// replayed), waits until it is PAID and stops the backend.
-    async fn pay(prefix: &str, extra_env: Vec<(String, String)>) -> Self {
+    pub(crate) async fn pay(prefix: &str, extra_env: Vec<(String, String)>) -> Self {
         let database = TestDatabase::new(prefix);
         let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
         let mut env_vars = vec![

@@ -32,6 +32,7 @@ mod pay;
 mod reconcile;
 mod redis_outage;
 mod redis_sentinel;
+mod redis_tls;
 mod refunds;
 mod remote_platform;
 mod request_token;
