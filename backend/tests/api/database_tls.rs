@@ -5,7 +5,6 @@
 
 use crate::helpers::spawn_app_on;
 use api_types::OrderStatus;
-use reqwest::StatusCode;
 use sqlx::{Connection, PgConnection};
 use testkit::TestDatabase;
 
@@ -35,13 +34,8 @@ async fn with_sslmode_require_the_app_pays_over_encrypted_connections_only() {
     // A whole payment: the pool, the warm stash (the pay's statement, the
     // session's load) and the callback's path all reach the database.
     let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let token = app.request_token(&order.order_no).await;
     assert_eq!(
-        app.pay(&order.order_no, token).await.status(),
-        StatusCode::ACCEPTED
-    );
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
+        app.pay_until_final(&order.order_no).await.status,
         OrderStatus::Paid
     );
     assert_eq!(app.balance(&account).await, 7_500);
