@@ -342,7 +342,11 @@ impl Config {
         }
         // The sentinel client would reach the primary in plain TCP: refused
         // rather than quietly unencrypted.
-        if self.redis_url.expose().starts_with("rediss://") {
+        let url = self.redis_url.expose();
+        if url
+            .get(.."rediss://".len())
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
+        {
             return Err(ConfigError::RedisTlsThroughSentinels);
         }
         Ok(RedisTarget::Sentinel {

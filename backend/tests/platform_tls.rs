@@ -134,8 +134,8 @@ async fn connectors_speak_tls_to_the_platform_and_refuse_a_certificate_nobody_vo
         "a request reached the platform"
     );
 
-    // The operator trusts the platform's authority (SSL_CERT_FILE): a backend
-    // process queries and closes the payment over TLS.
+    // The operator trusts the platform's authority (SSL_CERT_FILE): a process
+    // started with it queries and closes the payment over TLS.
     let dir = std::env::temp_dir().join(format!("checkout-tls-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let ca_file = dir.join("platform-ca.pem");

@@ -123,7 +123,7 @@ impl Drop for TlsRedis {
 #[tokio::test]
 async fn with_a_rediss_url_tokens_go_through_a_tls_only_redis() {
     let redis = TlsRedis::start().await;
-    let paid = PaidOrder::pay(
+    let _paid = PaidOrder::pay(
         "checkout_test_redis_tls",
         vec![
             (env::REDIS_URL.into(), redis.url()),
@@ -140,7 +140,6 @@ async fn with_a_rediss_url_tokens_go_through_a_tls_only_redis() {
         redis.calls("set") >= 1 && redis.calls("eval") >= 1,
         "the token did not go through the TLS Redis: {stats:?}"
     );
-    drop(paid);
 }
 
 #[tokio::test]
