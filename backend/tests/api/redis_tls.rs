@@ -8,143 +8,47 @@ use crate::logs::PaidOrder;
 use backend::env;
 use reqwest::StatusCode;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-use testkit::{BackendProcess, TestDatabase};
-use uuid::Uuid;
+use std::path::Path;
+use testkit::{BackendProcess, OwnedRedis, TestDatabase};
 
-/// A `redis-server` that speaks only TLS, with a certificate for `localhost`
-/// that no system trusts; stopped when dropped.
-struct TlsRedis {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
+/// A redis-server that speaks only TLS, its stats counted from zero.
+async fn tls_redis() -> OwnedRedis {
+    let redis = OwnedRedis::start_tls().await.expect("a TLS redis-server");
+    // Its start-up PING is not the backend's.
+    redis.reset_stats().await.expect("stats reset");
+    redis
 }
 
-impl TlsRedis {
-    async fn start() -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("checkout-redis-tls-{}", Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        let rcgen::CertifiedKey { cert, signing_key } =
-            rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
-                .expect("a self-signed certificate");
-        std::fs::write(dir.join("redis.pem"), cert.pem()).expect("certificate");
-        std::fs::write(dir.join("redis.key"), signing_key.serialize_pem()).expect("key");
-        let port = testkit::free_port().expect("a free port");
-        let path = |name: &str| dir.join(name).display().to_string();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                "0",
-                "--tls-port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .args([
-                "--tls-cert-file",
-                &path("redis.pem"),
-                "--tls-key-file",
-                &path("redis.key"),
-            ])
-            .args([
-                "--tls-ca-cert-file",
-                &path("redis.pem"),
-                "--tls-auth-clients",
-                "no",
-            ])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &dir.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server runs");
-        let redis = Self { child, port, dir };
-        for _ in 0..100 {
-            if redis.cli(&["PING"]).is_some_and(|out| out.trim() == "PONG") {
-                // Count from here: this PING is not the backend's.
-                redis.cli(&["CONFIG", "RESETSTAT"]).expect("stats reset");
-                return redis;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("redis-server did not answer on its TLS port {port}");
-    }
-
-    fn ca_file(&self) -> PathBuf {
-        self.dir.join("redis.pem")
-    }
-
-    fn url(&self) -> String {
-        format!("rediss://localhost:{}", self.port)
-    }
-
-    /// `redis-cli --tls` trusting the server's certificate; its output.
-    fn cli(&self, args: &[&str]) -> Option<String> {
-        let output = Command::new("redis-cli")
-            .args(["--tls", "--cacert", &self.ca_file().display().to_string()])
-            .args(["-h", "localhost", "-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
-    }
-
-    /// How many times `command` ran (`INFO commandstats`).
-    fn calls(&self, command: &str) -> u64 {
-        let stats = self.cli(&["INFO", "commandstats"]).unwrap_or_default();
-        stats
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|calls| calls.parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for TlsRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// Its CA file as an environment value.
+fn ca_file(redis: &OwnedRedis) -> String {
+    redis.ca_file().expect("a TLS Redis").display().to_string()
 }
 
 #[tokio::test]
 async fn with_a_rediss_url_tokens_go_through_a_tls_only_redis() {
-    let redis = TlsRedis::start().await;
+    let redis = tls_redis().await;
     let _paid = PaidOrder::pay(
         "checkout_test_redis_tls",
         vec![
             (env::REDIS_URL.into(), redis.url()),
-            (
-                "SSL_CERT_FILE".into(),
-                redis.ca_file().display().to_string(),
-            ),
+            ("SSL_CERT_FILE".into(), ca_file(&redis)),
         ],
     )
     .await;
     // Issued with SET, consumed with the guarded GETDEL script (EVAL).
-    let stats = redis.cli(&["INFO", "commandstats"]);
+    let (set, eval) = (
+        redis.calls("set").await.expect("stats"),
+        redis.calls("eval").await.expect("stats"),
+    );
     assert!(
-        redis.calls("set") >= 1 && redis.calls("eval") >= 1,
-        "the token did not go through the TLS Redis: {stats:?}"
+        set >= 1 && eval >= 1,
+        "the token did not go through the TLS Redis: {set} SET, {eval} EVAL"
     );
 }
 
 #[tokio::test]
 async fn a_redis_certificate_nobody_vouches_for_is_redis_down_not_a_plain_connection() {
-    let redis = TlsRedis::start().await;
+    let redis = tls_redis().await;
     let database = TestDatabase::new("checkout_test_redis_tls");
     let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
     let mut backend = BackendProcess::start(
@@ -169,7 +73,7 @@ async fn a_redis_certificate_nobody_vouches_for_is_redis_down_not_a_plain_connec
     );
     backend.terminate();
     assert_eq!(
-        redis.calls("ping"),
+        redis.calls("ping").await.expect("stats"),
         0,
         "a command reached Redis past an untrusted certificate"
     );

@@ -349,36 +349,86 @@ pub struct OwnedRedis {
     /// Its port.
     pub port: u16,
     child: Option<Child>,
+    /// With [`OwnedRedis::start_tls`]: the directory of its certificate and key.
+    tls_dir: Option<PathBuf>,
 }
 
 impl OwnedRedis {
     /// Starts one on a free port and waits until it answers.
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(None).await
+    }
+
+    /// Starts one that speaks only TLS (no plain port), with a self-signed
+    /// certificate for `localhost` that no system trusts: only
+    /// [`OwnedRedis::ca_file`] vouches for it.
+    pub async fn start_tls() -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!(
+            "testkit-redis-tls-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let rcgen::CertifiedKey { cert, signing_key } =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
+        std::fs::write(dir.join("redis.pem"), cert.pem())?;
+        std::fs::write(dir.join("redis.key"), signing_key.serialize_pem())?;
+        Self::start_with(Some(dir)).await
+    }
+
+    async fn start_with(tls_dir: Option<PathBuf>) -> anyhow::Result<Self> {
         let mut redis = Self {
             port: free_port()?,
             child: None,
+            tls_dir,
         };
         redis.resume().await?;
         Ok(redis)
     }
 
-    /// Its URL.
+    /// Its URL (`rediss://localhost:<port>` when it speaks TLS).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match self.tls_dir {
+            Some(_) => format!("rediss://localhost:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// With [`OwnedRedis::start_tls`]: the PEM file of the authority that
+    /// vouches for its certificate (the certificate itself).
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.tls_dir.as_ref().map(|dir| dir.join("redis.pem"))
     }
 
     /// Starts it (again) on its port, empty.
     pub async fn resume(&mut self) -> anyhow::Result<()> {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+        let port = self.port.to_string();
+        let mut command = Command::new("redis-server");
+        match &self.tls_dir {
+            Some(dir) => {
+                let file = |name: &str| dir.join(name).display().to_string();
+                command
+                    .args(["--port", "0", "--tls-port", &port])
+                    .args(["--tls-cert-file", &file("redis.pem")])
+                    .args(["--tls-key-file", &file("redis.key")])
+                    .args(["--tls-ca-cert-file", &file("redis.pem")])
+                    .args([
+                        "--tls-auth-clients",
+                        "no",
+                        "--dir",
+                        &dir.display().to_string(),
+                    ])
+            }
+            None => command.args(["--port", &port]),
+        };
+        let child = command
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("cannot start redis-server")?;
         self.child = Some(child);
         for _ in 0..100 {
-            if self.command("PING").await.is_ok() {
+            if self.command::<redis::Value>(&["PING"]).await.is_ok() {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -396,20 +446,56 @@ impl OwnedRedis {
 
     /// `FLUSHALL`: Redis lost its data.
     pub async fn flush(&self) -> anyhow::Result<()> {
-        self.command("FLUSHALL").await
+        self.command::<redis::Value>(&["FLUSHALL"]).await.map(drop)
     }
 
-    async fn command(&self, name: &str) -> anyhow::Result<()> {
-        let client = redis::Client::open(self.url())?;
+    /// How many times `command` (lowercase, e.g. `getdel`) ran since it started
+    /// or since [`OwnedRedis::reset_stats`] (`INFO commandstats`).
+    pub async fn calls(&self, command: &str) -> anyhow::Result<u64> {
+        let stats: String = self.command(&["INFO", "commandstats"]).await?;
+        let prefix = format!("cmdstat_{command}:calls=");
+        Ok(stats
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .map(str::parse)
+            .transpose()?
+            .unwrap_or(0))
+    }
+
+    /// `CONFIG RESETSTAT`: counts start again from zero.
+    pub async fn reset_stats(&self) -> anyhow::Result<()> {
+        self.command::<redis::Value>(&["CONFIG", "RESETSTAT"])
+            .await
+            .map(drop)
+    }
+
+    /// One command over a connection of its own, trusting its certificate.
+    async fn command<T: redis::FromRedisValue>(&self, args: &[&str]) -> anyhow::Result<T> {
+        let client = match self.ca_file() {
+            Some(ca) => redis::Client::build_with_tls(
+                self.url(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(std::fs::read(ca)?),
+                },
+            )?,
+            None => redis::Client::open(self.url())?,
+        };
         let mut conn = client.get_multiplexed_async_connection().await?;
-        let _: redis::Value = redis::cmd(name).query_async(&mut conn).await?;
-        Ok(())
+        Ok(redis::cmd(args[0])
+            .arg(&args[1..])
+            .query_async(&mut conn)
+            .await?)
     }
 }
 
 impl Drop for OwnedRedis {
     fn drop(&mut self) {
         self.stop();
+        if let Some(dir) = &self.tls_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
