@@ -95,6 +95,7 @@ impl SeenCallbacks {
                 db,
                 BATCH_MAX,
                 WRITERS,
+                std::time::Duration::ZERO,
                 |db, rows| async move { insert(&db, &rows).await },
             ),
         }

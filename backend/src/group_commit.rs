@@ -11,12 +11,20 @@
 //! would have cost written by itself (one statement); under load the database
 //! sees about one commit per batch instead of one per row.
 //!
+//! A writer whose callers need not hear back at once (the hand-over record,
+//! written after the shopper has the answer) may also *linger*: once the first
+//! row of a batch arrives it waits up to `linger` for more (or until
+//! `batch_max` are waiting) before writing. Each statement costs PostgreSQL a
+//! parse, a plan and a commit whatever its size, so fewer, larger batches cost
+//! less per row; a caller waits at most `linger` longer.
+//!
 //! A failed batch fails every row in it: each waiter gets the error, as if its
 //! own statement had failed.
 
 use sqlx::PgPool;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 /// One row waiting for the writer, and who to tell.
@@ -70,12 +78,15 @@ pub enum GroupCommitError {
 
 impl<T: Send + 'static> GroupCommit<T> {
     /// Starts the writer of `what` on `db`: batches of at most `batch_max`
-    /// rows, at most `writers` of them at once, each written by `write`.
+    /// rows, at most `writers` of them at once, each gathered for up to
+    /// `linger` after its first row (`Duration::ZERO`: only the rows already
+    /// waiting) and written by `write`.
     pub fn start<W, F>(
         what: &'static str,
         db: PgPool,
         batch_max: usize,
         writers: usize,
+        linger: Duration,
         write: W,
     ) -> Self
     where
@@ -83,7 +94,12 @@ impl<T: Send + 'static> GroupCommit<T> {
         F: Future<Output = sqlx::Result<()>> + Send + 'static,
     {
         let (sender, rows) = mpsc::channel(4 * batch_max);
-        tokio::spawn(write_batches(what, db, rows, batch_max, writers, write));
+        let batching = Batching {
+            max: batch_max,
+            writers,
+            linger,
+        };
+        tokio::spawn(write_batches(what, db, rows, batching, write));
         Self { what, sender }
     }
 
@@ -106,25 +122,57 @@ impl<T: Send + 'static> GroupCommit<T> {
     }
 }
 
+/// How a writer gathers its batches (see [`GroupCommit::start`]).
+#[derive(Clone, Copy)]
+struct Batching {
+    max: usize,
+    writers: usize,
+    linger: Duration,
+}
+
+/// Waits for the first row, then gathers more into `batch` until it holds
+/// `batching.max` rows or `batching.linger` has passed. Returns false when
+/// every sender is gone and nothing is left.
+async fn gather<T>(
+    rows: &mut mpsc::Receiver<Waiting<T>>,
+    batch: &mut Vec<Waiting<T>>,
+    batching: Batching,
+) -> bool {
+    if rows.recv_many(batch, batching.max).await == 0 {
+        return false;
+    }
+    if batching.linger.is_zero() {
+        return true;
+    }
+    let deadline = tokio::time::Instant::now() + batching.linger;
+    while batch.len() < batching.max {
+        let room = batching.max - batch.len();
+        match tokio::time::timeout_at(deadline, rows.recv_many(batch, room)).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    true
+}
+
 async fn write_batches<T, W, F>(
     what: &'static str,
     db: PgPool,
     mut rows: mpsc::Receiver<Waiting<T>>,
-    batch_max: usize,
-    writers: usize,
+    batching: Batching,
     write: W,
 ) where
     T: Send + 'static,
     W: Fn(PgPool, Vec<T>) -> F + Send + Sync + 'static,
     F: Future<Output = sqlx::Result<()>> + Send + 'static,
 {
-    let slots = Arc::new(tokio::sync::Semaphore::new(writers.max(1)));
+    let slots = Arc::new(tokio::sync::Semaphore::new(batching.writers.max(1)));
     loop {
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
-        let mut batch = Vec::with_capacity(batch_max);
-        if rows.recv_many(&mut batch, batch_max).await == 0 {
+        let mut batch = Vec::with_capacity(batching.max);
+        if !gather(&mut rows, &mut batch, batching).await {
             return;
         }
         let (rows_of_batch, waiters): (Vec<T>, Vec<_>) =
@@ -163,7 +211,7 @@ mod tests {
     async fn rows_waiting_together_share_one_write_and_each_waiter_hears_of_it() {
         let batches = Arc::new(Mutex::new(Vec::<Vec<u32>>::new()));
         let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let writer = GroupCommit::start("numbers", no_database(), 64, 1, {
+        let writer = GroupCommit::start("numbers", no_database(), 64, 1, Duration::ZERO, {
             let (batches, gate) = (Arc::clone(&batches), Arc::clone(&gate));
             move |_db, rows: Vec<u32>| {
                 let (batches, gate) = (Arc::clone(&batches), Arc::clone(&gate));
@@ -200,6 +248,91 @@ mod tests {
         assert_eq!(second, (1..=20).collect::<Vec<u32>>());
     }
 
+    /// A writer that records the rows of each batch it is given.
+    fn recording(
+        batch_max: usize,
+        linger: Duration,
+    ) -> (GroupCommit<u32>, Arc<Mutex<Vec<Vec<u32>>>>) {
+        let batches = Arc::new(Mutex::new(Vec::<Vec<u32>>::new()));
+        let writer = GroupCommit::start("numbers", no_database(), batch_max, 1, linger, {
+            let batches = Arc::clone(&batches);
+            move |_db, rows: Vec<u32>| {
+                let batches = Arc::clone(&batches);
+                async move {
+                    batches.lock().expect("lock").push(rows);
+                    Ok(())
+                }
+            }
+        });
+        (writer, batches)
+    }
+
+    /// Writes 0, then 1 to 3 `gap` later, each from a task of its own.
+    async fn spaced_rows(
+        writer: &GroupCommit<u32>,
+        gap: Duration,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut rows = Vec::new();
+        for n in 0..=3 {
+            let writer = writer.clone();
+            rows.push(tokio::spawn(async move {
+                writer.write(n).await.expect("row written");
+            }));
+            if n == 0 {
+                tokio::time::sleep(gap).await;
+            }
+        }
+        rows
+    }
+
+    #[tokio::test]
+    async fn a_lingering_writer_gathers_rows_that_arrive_after_the_first() {
+        let (writer, batches) = recording(64, Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        for row in spaced_rows(&writer, Duration::from_millis(30)).await {
+            row.await.expect("join");
+        }
+        let mut batches = batches.lock().expect("lock").clone();
+        assert_eq!(batches.len(), 1, "{batches:?}");
+        batches[0].sort_unstable();
+        assert_eq!(batches[0], [0, 1, 2, 3]);
+        // Written once the linger was up, not before and not long after.
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+
+        // Without lingering, the first row goes alone.
+        let (writer, batches) = recording(64, Duration::ZERO);
+        for row in spaced_rows(&writer, Duration::from_millis(30)).await {
+            row.await.expect("join");
+        }
+        let batches = batches.lock().expect("lock").clone();
+        assert_eq!(
+            batches.first().map(Vec::as_slice),
+            Some(&[0][..]),
+            "{batches:?}"
+        );
+        assert_eq!(batches.concat().len(), 4, "{batches:?}");
+    }
+
+    #[tokio::test]
+    async fn a_lingering_writer_writes_a_full_batch_at_once() {
+        let (writer, batches) = recording(4, Duration::from_secs(30));
+        let started = std::time::Instant::now();
+        for row in spaced_rows(&writer, Duration::from_millis(10)).await {
+            row.await.expect("join");
+        }
+        let waited = started.elapsed();
+        assert!(
+            waited < Duration::from_secs(5),
+            "a full batch waited out the linger: {waited:?}"
+        );
+        let mut batches = batches.lock().expect("lock").clone();
+        assert_eq!(batches.len(), 1, "{batches:?}");
+        batches[0].sort_unstable();
+        assert_eq!(batches[0], [0, 1, 2, 3]);
+    }
+
     #[tokio::test]
     async fn a_failed_write_fails_every_row_of_its_batch() {
         let writer = GroupCommit::start(
@@ -207,6 +340,7 @@ mod tests {
             no_database(),
             8,
             2,
+            Duration::ZERO,
             |_db, _rows: Vec<u32>| async { Err(sqlx::Error::Protocol("refused".into())) },
         );
         let err = writer.write(7).await.expect_err("the batch failed");

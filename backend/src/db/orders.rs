@@ -348,6 +348,7 @@ impl TokenRecords {
             db,
             TOKEN_RECORDS_BATCH_MAX,
             TOKEN_RECORDS_WRITERS,
+            std::time::Duration::ZERO,
             |db, rows| async move { record_tokens_issued(&db, &rows).await },
         ))
     }

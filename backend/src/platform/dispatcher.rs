@@ -13,11 +13,17 @@ use tracing::Instrument;
 pub const SUBMITTED_BATCH_MAX: usize = 256;
 /// Batches of hand-overs recorded at once.
 pub const SUBMITTED_WRITERS: usize = 2;
+/// How long a batch of hand-over records gathers rows after its first: the
+/// record is written after the shopper has the answer, and each statement
+/// costs PostgreSQL a plan and a commit whatever its size (see
+/// `docs/BENCHMARKS.md`, fourteenth pass: 4-5 rows per statement without it).
+pub const SUBMITTED_LINGER: Duration = Duration::from_millis(10);
 
 /// The record of accepted hand-overs, by group commit
-/// ([`crate::group_commit`]): every hand-over answered at the same time is
-/// recorded by one `UPDATE ... FROM UNNEST` and one commit
-/// ([`attempts::mark_submitted`]). Cheap to clone (shared).
+/// ([`crate::group_commit`]): the hand-overs answered within
+/// [`SUBMITTED_LINGER`] of each other are recorded by one `UPDATE ... FROM
+/// UNNEST` and one commit ([`attempts::mark_submitted`]). Cheap to clone
+/// (shared).
 #[derive(Clone, Debug)]
 pub struct Submissions(GroupCommit<Submitted>);
 
@@ -29,6 +35,7 @@ impl Submissions {
             db,
             SUBMITTED_BATCH_MAX,
             SUBMITTED_WRITERS,
+            SUBMITTED_LINGER,
             |db, rows| async move { attempts::mark_submitted(&db, &rows).await },
         ))
     }
@@ -39,8 +46,9 @@ impl Submissions {
 const DISPATCH_MIN_AGE_SECS: i64 = 5;
 
 /// Hands one committed attempt to the platform and records when that is done,
-/// in `slot` (released when this returns). Concurrent calls for the same
-/// attempt in this process collapse into one.
+/// in `slot` (released once the platform has answered: waiting for the record
+/// holds no hand-over slot). Concurrent calls for the same attempt in this
+/// process collapse into one.
 #[tracing::instrument(name = "dispatch", skip_all,
     fields(order_no = %attempt.order_no, payment_id = %attempt.payment_id))]
 pub async fn dispatch(
@@ -50,7 +58,6 @@ pub async fn dispatch(
     attempt: &AttemptRow,
     slot: HandOverSlot,
 ) -> anyhow::Result<()> {
-    let _slot = slot;
     {
         let mut in_flight = platform.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if !in_flight.insert(attempt.payment_id) {
@@ -63,6 +70,7 @@ pub async fn dispatch(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&attempt.payment_id);
+    drop(slot);
     let handed_over = match result {
         Ok(handed_over) => handed_over,
         Err(err @ super::HandOverError::Unknown(_)) => {
@@ -135,6 +143,10 @@ pub async fn run(
             }
         };
         for attempt in stuck {
+            // Still in flight here (a slow platform): no second slot for it.
+            if platform.is_handing_over(attempt.payment_id) {
+                continue;
+            }
             let span = tracing::info_span!("dispatcher.resend",
                 order_no = %attempt.order_no, payment_id = %attempt.payment_id);
             if !spawn_dispatch(&db, &platform, &submissions, attempt, span.clone()) {

@@ -165,6 +165,14 @@ impl Platform {
         }
     }
 
+    /// Whether this process is handing over the attempt `payment_id` now.
+    pub fn is_handing_over(&self, payment_id: Uuid) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&payment_id)
+    }
+
     /// A slot for one more hand-over now, or `None` while
     /// [`HAND_OVERS_IN_FLIGHT_MAX`] are in flight (the attempt is then left to
     /// the dispatcher's next sweep).
