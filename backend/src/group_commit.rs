@@ -248,11 +248,11 @@ mod tests {
         assert_eq!(second, (1..=20).collect::<Vec<u32>>());
     }
 
+    /// The rows of each batch a writer was given, in order.
+    type Batches = Arc<Mutex<Vec<Vec<u32>>>>;
+
     /// A writer that records the rows of each batch it is given.
-    fn recording(
-        batch_max: usize,
-        linger: Duration,
-    ) -> (GroupCommit<u32>, Arc<Mutex<Vec<Vec<u32>>>>) {
+    fn recording(batch_max: usize, linger: Duration) -> (GroupCommit<u32>, Batches) {
         let batches = Arc::new(Mutex::new(Vec::<Vec<u32>>::new()));
         let writer = GroupCommit::start("numbers", no_database(), batch_max, 1, linger, {
             let batches = Arc::clone(&batches);
