@@ -267,11 +267,10 @@ mod tests {
         (writer, batches)
     }
 
-    /// Writes 0, then 1 to 3 `gap` later, each from a task of its own.
-    async fn spaced_rows(
-        writer: &GroupCommit<u32>,
-        gap: Duration,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
+    /// Writes 0, then 1 to 3 `gap` later, each from a task of its own, and
+    /// answers how long until every row was written.
+    async fn write_spaced(writer: &GroupCommit<u32>, gap: Duration) -> Duration {
+        let started = std::time::Instant::now();
         let mut rows = Vec::new();
         for n in 0..=3 {
             let writer = writer.clone();
@@ -282,31 +281,32 @@ mod tests {
                 tokio::time::sleep(gap).await;
             }
         }
-        rows
+        for row in rows {
+            row.await.expect("join");
+        }
+        started.elapsed()
+    }
+
+    /// The batches written, each sorted.
+    fn sorted(batches: &Batches) -> Vec<Vec<u32>> {
+        let mut batches = batches.lock().expect("lock").clone();
+        batches.iter_mut().for_each(|batch| batch.sort_unstable());
+        batches
     }
 
     #[tokio::test]
     async fn a_lingering_writer_gathers_rows_that_arrive_after_the_first() {
         let (writer, batches) = recording(64, Duration::from_millis(300));
-        let started = std::time::Instant::now();
-        for row in spaced_rows(&writer, Duration::from_millis(30)).await {
-            row.await.expect("join");
-        }
-        let mut batches = batches.lock().expect("lock").clone();
-        assert_eq!(batches.len(), 1, "{batches:?}");
-        batches[0].sort_unstable();
-        assert_eq!(batches[0], [0, 1, 2, 3]);
+        let waited = write_spaced(&writer, Duration::from_millis(30)).await;
+        assert_eq!(sorted(&batches), [[0, 1, 2, 3]]);
         // Written once the linger was up, not before and not long after.
-        let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
         assert!(waited < Duration::from_secs(2), "{waited:?}");
 
         // Without lingering, the first row goes alone.
         let (writer, batches) = recording(64, Duration::ZERO);
-        for row in spaced_rows(&writer, Duration::from_millis(30)).await {
-            row.await.expect("join");
-        }
-        let batches = batches.lock().expect("lock").clone();
+        write_spaced(&writer, Duration::from_millis(30)).await;
+        let batches = sorted(&batches);
         assert_eq!(
             batches.first().map(Vec::as_slice),
             Some(&[0][..]),
@@ -318,19 +318,12 @@ mod tests {
     #[tokio::test]
     async fn a_lingering_writer_writes_a_full_batch_at_once() {
         let (writer, batches) = recording(4, Duration::from_secs(30));
-        let started = std::time::Instant::now();
-        for row in spaced_rows(&writer, Duration::from_millis(10)).await {
-            row.await.expect("join");
-        }
-        let waited = started.elapsed();
+        let waited = write_spaced(&writer, Duration::from_millis(10)).await;
         assert!(
             waited < Duration::from_secs(5),
             "a full batch waited out the linger: {waited:?}"
         );
-        let mut batches = batches.lock().expect("lock").clone();
-        assert_eq!(batches.len(), 1, "{batches:?}");
-        batches[0].sort_unstable();
-        assert_eq!(batches[0], [0, 1, 2, 3]);
+        assert_eq!(sorted(&batches), [[0, 1, 2, 3]]);
     }
 
     #[tokio::test]
