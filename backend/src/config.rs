@@ -341,12 +341,12 @@ impl Config {
             return Err(ConfigError::NoRedisMasterName);
         }
         // The sentinel client would reach the primary in plain TCP: refused
-        // rather than quietly unencrypted.
-        let url = self.redis_url.expose();
-        if url
-            .get(.."rediss://".len())
-            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
-        {
+        // rather than quietly unencrypted. TLS as the redis crate reads the
+        // URL (rediss:// or valkeys://, in any case); a URL it cannot read is
+        // refused by it when the store connects.
+        let asks_for_tls = redis::IntoConnectionInfo::into_connection_info(self.redis_url.expose())
+            .is_ok_and(|info| matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }));
+        if asks_for_tls {
             return Err(ConfigError::RedisTlsThroughSentinels);
         }
         Ok(RedisTarget::Sentinel {
@@ -1130,16 +1130,25 @@ mod tests {
         assert!(!debug.contains("redis-password"), "{debug}");
         assert!(debug.contains("127.0.0.1:26379"), "{debug}");
 
-        let tls_through_sentinels = Config {
-            redis_url: "rediss://app:redis-password@ignored:6380/2".into(),
-            ..with("127.0.0.1:26379")
-        };
-        let refused = tls_through_sentinels
-            .settle()
-            .map(|s| s.redis)
-            .expect_err("TLS through sentinels is refused, not downgraded");
-        assert!(matches!(refused, ConfigError::RedisTlsThroughSentinels));
-        assert!(refused.to_string().contains("REDIS_SENTINELS"), "{refused}");
+        for tls_url in [
+            "rediss://app:redis-password@ignored:6380/2",
+            "REDISS://app:redis-password@ignored:6380/2",
+            "valkeys://app:redis-password@ignored:6380/2",
+        ] {
+            let tls_through_sentinels = Config {
+                redis_url: tls_url.into(),
+                ..with("127.0.0.1:26379")
+            };
+            let refused = tls_through_sentinels
+                .settle()
+                .map(|s| s.redis)
+                .expect_err("TLS through sentinels is refused, not downgraded");
+            assert!(
+                matches!(refused, ConfigError::RedisTlsThroughSentinels),
+                "{tls_url}"
+            );
+            assert!(refused.to_string().contains("REDIS_SENTINELS"), "{refused}");
+        }
         assert!(
             matches!(
                 Config {
