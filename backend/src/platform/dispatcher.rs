@@ -58,18 +58,11 @@ pub async fn dispatch(
     attempt: &AttemptRow,
     slot: HandOverSlot,
 ) -> anyhow::Result<()> {
-    {
-        let mut in_flight = platform.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        if !in_flight.insert(attempt.payment_id) {
-            return Ok(());
-        }
+    if !platform.handing_over().insert(attempt.payment_id) {
+        return Ok(());
     }
     let result = platform.hand_over(attempt).await;
-    platform
-        .in_flight
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&attempt.payment_id);
+    platform.handing_over().remove(&attempt.payment_id);
     drop(slot);
     let handed_over = match result {
         Ok(handed_over) => handed_over,

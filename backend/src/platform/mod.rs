@@ -42,7 +42,7 @@ pub struct Platform {
     /// The origin notifications are posted to (`NOTIFY_BASE_URL`).
     notify_base: String,
     /// Payments being handed over by this process right now (see [`dispatcher::dispatch`]).
-    pub(crate) in_flight: Arc<Mutex<HashSet<Uuid>>>,
+    in_flight: Arc<Mutex<HashSet<Uuid>>>,
     /// One permit per hand-over this process may have in flight ([`HAND_OVERS_IN_FLIGHT_MAX`]).
     hand_over_slots: Arc<tokio::sync::Semaphore>,
 }
@@ -167,10 +167,13 @@ impl Platform {
 
     /// Whether this process is handing over the attempt `payment_id` now.
     pub fn is_handing_over(&self, payment_id: Uuid) -> bool {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&payment_id)
+        self.handing_over().contains(&payment_id)
+    }
+
+    /// The attempts this process is handing over now (a panic while it was
+    /// held leaves the set as it was).
+    fn handing_over(&self) -> std::sync::MutexGuard<'_, HashSet<Uuid>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A slot for one more hand-over now, or `None` while
