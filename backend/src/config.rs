@@ -340,15 +340,6 @@ impl Config {
         if master_name.is_empty() {
             return Err(ConfigError::NoRedisMasterName);
         }
-        // The sentinel client would reach the primary in plain TCP: refused
-        // rather than quietly unencrypted. TLS as the redis crate reads the
-        // URL (rediss:// or valkeys://, in any case); a URL it cannot read is
-        // refused by it when the store connects.
-        let asks_for_tls = redis::IntoConnectionInfo::into_connection_info(self.redis_url.expose())
-            .is_ok_and(|info| matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }));
-        if asks_for_tls {
-            return Err(ConfigError::RedisTlsThroughSentinels);
-        }
         Ok(RedisTarget::Sentinel {
             sentinels,
             master_name: master_name.to_owned(),
@@ -546,12 +537,6 @@ pub enum ConfigError {
     /// Sentinels without the name of the master they monitor.
     #[error("REDIS_MASTER_NAME is empty: with REDIS_SENTINELS it names the monitored master")]
     NoRedisMasterName,
-    /// `REDIS_URL` asks for TLS (`rediss://`) and `REDIS_SENTINELS` is set.
-    #[error(
-        "REDIS_URL is rediss:// (TLS) but REDIS_SENTINELS is set: Redis over TLS is supported \
-         only directly (REDIS_URL=rediss://host:port, REDIS_SENTINELS empty), not through Sentinel"
-    )]
-    RedisTlsThroughSentinels,
 }
 
 /// The fewest characters an admin token may have.
@@ -1139,15 +1124,12 @@ mod tests {
                 redis_url: tls_url.into(),
                 ..with("127.0.0.1:26379")
             };
-            let refused = tls_through_sentinels
-                .settle()
-                .map(|s| s.redis)
-                .expect_err("TLS through sentinels is refused, not downgraded");
-            assert!(
-                matches!(refused, ConfigError::RedisTlsThroughSentinels),
-                "{tls_url}"
-            );
-            assert!(refused.to_string().contains("REDIS_SENTINELS"), "{refused}");
+            // The URL goes to the store as given: its scheme asks for TLS to
+            // the sentinels and to the primary (tokens::SentinelPrimary).
+            match tls_through_sentinels.settle().map(|s| s.redis) {
+                Ok(RedisTarget::Sentinel { url, .. }) => assert_eq!(url, tls_url),
+                other => panic!("{tls_url}: {other:?}"),
+            }
         }
         assert!(
             matches!(

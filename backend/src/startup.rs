@@ -101,7 +101,12 @@ impl Application {
             ..
         } = &settled.redis
         {
-            tracing::info!(?sentinels, %master_name, "the redis primary is found through sentinel");
+            tracing::info!(
+                ?sentinels,
+                %master_name,
+                tls = settled.redis.over_tls(),
+                "the redis primary is found through sentinel"
+            );
         }
 
         let listener = TcpListener::bind(config.bind_addr)

@@ -25,7 +25,7 @@ use api_types::Currency;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
-    AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, ServerErrorKind,
+    AsyncConnectionConfig, ConnectionAddr, ErrorKind, IntoConnectionInfo, ServerErrorKind, TlsMode,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -58,9 +58,20 @@ pub enum RedisTarget {
         sentinels: Vec<SentinelAddr>,
         /// The monitored master's name (`REDIS_MASTER_NAME`).
         master_name: String,
-        /// `REDIS_URL`: only its username, password and database are used, for the data node.
+        /// `REDIS_URL`: only its username, password, database and scheme are
+        /// used (`rediss://` or `valkeys://`: TLS to the sentinels and the primary).
         url: String,
     },
+}
+
+impl RedisTarget {
+    /// Whether Redis is reached over TLS (false for a URL the redis crate cannot read).
+    pub fn over_tls(&self) -> bool {
+        let (Self::Direct { url } | Self::Sentinel { url, .. }) = self;
+        url.as_str()
+            .into_connection_info()
+            .is_ok_and(|info| tls_mode(info.addr()).is_some())
+    }
 }
 
 impl fmt::Debug for RedisTarget {
@@ -140,6 +151,22 @@ impl SentinelAddr {
             .filter(|item| !item.trim().is_empty())
             .map(str::parse)
             .collect()
+    }
+
+    /// How the sentinel client reaches this sentinel: plain TCP, or TLS in
+    /// `tls` mode (its certificate verified against the system's roots, or
+    /// `SSL_CERT_FILE`, as for a direct `rediss://`).
+    fn connection_addr(&self, tls: Option<TlsMode>) -> ConnectionAddr {
+        let host = self.host.clone();
+        match tls {
+            None => ConnectionAddr::Tcp(host, self.port),
+            Some(mode) => ConnectionAddr::TcpTls {
+                host,
+                port: self.port,
+                insecure: mode == TlsMode::Insecure,
+                tls_params: None,
+            },
+        }
     }
 }
 
@@ -270,16 +297,19 @@ impl SentinelPrimary {
                 "no sentinel address given",
             )));
         }
-        // REDIS_URL gives the data node's credentials and database; its host is not used.
+        // REDIS_URL gives the data node's credentials and database, and whether
+        // to speak TLS; its host is not used.
         let info = url.into_connection_info()?;
         let settings = info.redis_settings();
-        let addrs = sentinels
-            .iter()
-            .map(|addr| ConnectionAddr::Tcp(addr.host.clone(), addr.port));
+        let tls = tls_mode(info.addr());
+        let addrs = sentinels.iter().map(|addr| addr.connection_addr(tls));
         let mut builder =
             SentinelClientBuilder::new(addrs, master_name, SentinelServerType::Master)?
                 .set_client_to_redis_db(settings.db())
                 .set_client_to_redis_protocol(settings.protocol());
+        if let Some(mode) = tls {
+            builder = builder.set_client_to_redis_tls_mode(mode);
+        }
         if let Some(username) = settings.username() {
             builder = builder.set_client_to_redis_username(username);
         }
@@ -384,6 +414,21 @@ impl SentinelPrimary {
                 "lost the redis primary; the next call asks the sentinels again"
             );
         }
+    }
+}
+
+/// The TLS `REDIS_URL` asks for (`rediss://` or `valkeys://`, verified unless
+/// it ends in `#insecure`), or `None` for plain TCP. Through Sentinel it holds
+/// for the sentinels and for the primary they name alike: a deployment that
+/// encrypts its data nodes serves its sentinels on TLS ports too.
+fn tls_mode(addr: &ConnectionAddr) -> Option<TlsMode> {
+    match addr {
+        ConnectionAddr::TcpTls { insecure, .. } => Some(if *insecure {
+            TlsMode::Insecure
+        } else {
+            TlsMode::Secure
+        }),
+        _ => None,
     }
 }
 
@@ -555,8 +600,10 @@ fn json_error(err: serde_json::Error) -> redis::RedisError {
 
 #[cfg(test)]
 mod tests {
-    use super::{TokenFingerprint, primary_lost, too_slow};
-    use redis::{ErrorKind, RedisError, ServerErrorKind};
+    use super::{RedisTarget, SentinelAddr, TokenFingerprint, primary_lost, tls_mode, too_slow};
+    use redis::{
+        ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError, ServerErrorKind, TlsMode,
+    };
     use uuid::Uuid;
 
     #[test]
@@ -600,5 +647,48 @@ mod tests {
         // printf %s 6f1c1a9e-3b0e-4d5c-9a52-1f2e3d4c5b6a | sha256sum | cut -c1-8
         assert_eq!(TokenFingerprint::of(token).to_string(), "5033b4c2");
         assert_eq!(format!("{:?}", TokenFingerprint::of(token)), "5033b4c2");
+    }
+
+    #[test]
+    fn a_tls_redis_url_reaches_the_sentinels_and_the_primary_over_tls() {
+        let sentinel: SentinelAddr = "sentinel-a:26379".parse().expect("host:port");
+        for (url, mode) in [
+            ("redis://:pw@ignored:6379/2", None),
+            ("rediss://:pw@ignored:6380/2", Some(TlsMode::Secure)),
+            ("REDISS://:pw@ignored:6380/2", Some(TlsMode::Secure)),
+            ("valkeys://:pw@ignored:6380/2", Some(TlsMode::Secure)),
+            (
+                "rediss://:pw@ignored:6380/2#insecure",
+                Some(TlsMode::Insecure),
+            ),
+        ] {
+            let info = url.into_connection_info().expect("a redis url");
+            let tls = tls_mode(info.addr());
+            assert_eq!(tls, mode, "{url}");
+            let target = RedisTarget::Sentinel {
+                sentinels: vec![sentinel.clone()],
+                master_name: "checkout".into(),
+                url: url.into(),
+            };
+            assert_eq!(target.over_tls(), mode.is_some(), "{url}");
+            match (sentinel.connection_addr(tls), mode) {
+                (ConnectionAddr::Tcp(host, port), None) => {
+                    assert_eq!((host.as_str(), port), ("sentinel-a", 26379));
+                }
+                (
+                    ConnectionAddr::TcpTls {
+                        host,
+                        port,
+                        insecure,
+                        tls_params: None,
+                    },
+                    Some(mode),
+                ) => {
+                    assert_eq!((host.as_str(), port), ("sentinel-a", 26379));
+                    assert_eq!(insecure, mode == TlsMode::Insecure, "{url}");
+                }
+                (addr, _) => panic!("{url}: the sentinel is reached at {addr:?}"),
+            }
+        }
     }
 }

@@ -166,6 +166,11 @@ impl PaidOrder {
         }
     }
 
+    /// What the backend wrote to stdout and stderr.
+    pub(crate) fn output(&self) -> &str {
+        &self.output
+    }
+
     /// Neither the request token (in either spelling), nor the session id, the
     /// admin token, the merchant key or the password is anywhere in the output;
     /// the token's fingerprint is.

@@ -2,14 +2,17 @@
 //! encrypted connections) reaches Redis with TLS, verifying its certificate
 //! against the system's roots (`SSL_CERT_FILE` names another authority).
 //! Redis serves TLS only here (`--port 0`), so a token that went through went
-//! through TLS.
+//! through TLS. Through Redis Sentinel the same URL scheme asks for TLS to the
+//! sentinels and to the primary they name; [`RedisSentinelGroup::start_tls`]
+//! serves both only on TLS.
 
 use crate::logs::PaidOrder;
 use backend::env;
 use reqwest::StatusCode;
 use serde_json::Value;
 use std::path::Path;
-use testkit::{BackendProcess, OwnedRedis, TestDatabase};
+use std::time::Duration;
+use testkit::{BackendProcess, OwnedRedis, RedisSentinelGroup, TestDatabase};
 
 /// A redis-server that speaks only TLS, its stats counted from zero.
 async fn tls_redis() -> OwnedRedis {
@@ -77,4 +80,107 @@ async fn a_redis_certificate_nobody_vouches_for_is_redis_down_not_a_plain_connec
         0,
         "a command reached Redis past an untrusted certificate"
     );
+}
+
+/// The backend's environment for Redis through `group`'s sentinels. The host
+/// of `REDIS_URL` is not used with sentinels (nothing listens there); its
+/// scheme asks for TLS. `trusted` names the group's authority in `SSL_CERT_FILE`.
+fn through_tls_sentinels(group: &RedisSentinelGroup, trusted: bool) -> Vec<(String, String)> {
+    let mut vars = vec![
+        (env::REDIS_URL.into(), "rediss://127.0.0.1:1/0".into()),
+        (
+            env::REDIS_SENTINELS.into(),
+            group.sentinel_addrs().join(","),
+        ),
+        (env::REDIS_MASTER_NAME.into(), group.master_name().into()),
+    ];
+    if trusted {
+        let ca = group.ca_file().expect("a TLS group");
+        vars.push(("SSL_CERT_FILE".into(), ca.display().to_string()));
+    }
+    vars
+}
+
+#[tokio::test]
+async fn through_tls_sentinels_tokens_reach_the_tls_primary_before_and_after_a_failover() {
+    let mut group = RedisSentinelGroup::start_tls()
+        .await
+        .expect("a TLS-only sentinel group");
+    for round in ["before the failover", "after the failover"] {
+        let primary = group.primary_port().await.expect("the primary");
+        group.reset_stats().await.expect("stats reset");
+        let paid = PaidOrder::pay(
+            "checkout_test_redis_sentinel_tls",
+            through_tls_sentinels(&group, true),
+        )
+        .await;
+        let (set, eval) = (
+            group.calls(primary, "set").await.expect("stats"),
+            group.calls(primary, "eval").await.expect("stats"),
+        );
+        assert!(
+            set >= 1 && eval >= 1,
+            "{round}: the token did not go through the TLS primary on port {primary}: \
+             {set} SET, {eval} EVAL"
+        );
+        let found = format!("127.0.0.1:{primary}");
+        assert!(
+            paid.output()
+                .lines()
+                .any(|line| line.contains("redis primary found through sentinel")
+                    && line.contains(&found)),
+            "{round}: no log line names the primary on port {primary}"
+        );
+        if round == "before the failover" {
+            group.kill_primary().await.expect("the primary killed");
+            group
+                .wait_for_failover(Duration::from_secs(30))
+                .await
+                .expect("the replica promoted");
+        }
+    }
+}
+
+/// `/healthz` of a backend that finds Redis through `group`'s sentinels
+/// (`trusted`: with the group's authority in `SSL_CERT_FILE`).
+async fn health_through_tls_sentinels(
+    group: &RedisSentinelGroup,
+    trusted: bool,
+) -> (StatusCode, Value) {
+    let database = TestDatabase::new("checkout_test_redis_sentinel_tls");
+    let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
+    let mut vars = vec![
+        (env::PLATFORM.into(), "sandbox".into()),
+        (env::DATABASE_URL.into(), database.url()),
+    ];
+    vars.extend(through_tls_sentinels(group, trusted));
+    let mut backend = BackendProcess::start(Path::new(env!("CARGO_BIN_EXE_backend")), vars, log)
+        .await
+        .expect("the backend starts without Redis");
+    let health = reqwest::get(format!("{}/healthz", backend.url()))
+        .await
+        .expect("sent");
+    let status = health.status();
+    let body: Value = health.json().await.expect("health");
+    backend.terminate();
+    (status, body)
+}
+
+#[tokio::test]
+async fn tls_sentinels_nobody_vouches_for_are_redis_down_not_a_plain_connection() {
+    let group = RedisSentinelGroup::start_tls()
+        .await
+        .expect("a TLS-only sentinel group");
+    // Nothing listens in plain TCP, so a backend that reaches Redis at all
+    // reached it over TLS; without the authority it must not reach it.
+    let (status, body) = health_through_tls_sentinels(&group, false).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        (body["database"].as_str(), body["redis"].as_str()),
+        (Some("ok"), Some("down"))
+    );
+    // The same group, its authority trusted: the refusal was the certificate's.
+    let (status, body) = health_through_tls_sentinels(&group, true).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["redis"].as_str(), Some("ok"));
 }

@@ -368,10 +368,7 @@ impl OwnedRedis {
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&dir)?;
-        let rcgen::CertifiedKey { cert, signing_key } =
-            rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
-        std::fs::write(dir.join("redis.pem"), cert.pem())?;
-        std::fs::write(dir.join("redis.key"), signing_key.serialize_pem())?;
+        write_self_signed(&dir)?;
         Self::start_with(Some(dir)).await
     }
 
@@ -405,21 +402,16 @@ impl OwnedRedis {
         let mut command = Command::new("redis-server");
         match &self.tls_dir {
             Some(dir) => {
-                let file = |name: &str| dir.join(name).display().to_string();
                 command
                     .args(["--port", "0", "--tls-port", &port])
-                    .args(["--tls-cert-file", &file("redis.pem")])
-                    .args(["--tls-key-file", &file("redis.key")])
-                    .args(["--tls-ca-cert-file", &file("redis.pem")])
-                    .args([
-                        "--tls-auth-clients",
-                        "no",
-                        "--dir",
-                        &dir.display().to_string(),
-                    ])
+                    .arg("--dir")
+                    .arg(dir);
+                tls_arguments(&mut command, dir);
             }
-            None => command.args(["--port", &port]),
-        };
+            None => {
+                command.args(["--port", &port]);
+            }
+        }
         let child = command
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
@@ -453,14 +445,7 @@ impl OwnedRedis {
     /// or since [`OwnedRedis::reset_stats`] (`INFO commandstats`).
     pub async fn calls(&self, command: &str) -> anyhow::Result<u64> {
         let stats: String = self.command(&["INFO", "commandstats"]).await?;
-        let prefix = format!("cmdstat_{command}:calls=");
-        Ok(stats
-            .lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .and_then(|rest| rest.split(',').next())
-            .map(str::parse)
-            .transpose()?
-            .unwrap_or(0))
+        calls_in(&stats, |name| name == command)
     }
 
     /// `CONFIG RESETSTAT`: counts start again from zero.
@@ -497,6 +482,61 @@ impl Drop for OwnedRedis {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// Writes `redis.pem` and `redis.key` into `dir`: a self-signed certificate
+/// for `localhost` and `127.0.0.1` (the address Redis Sentinel names nodes
+/// by) that no system trusts; `redis.pem` is also the authority to trust.
+fn write_self_signed(dir: &Path) -> anyhow::Result<()> {
+    let rcgen::CertifiedKey { cert, signing_key } =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])?;
+    std::fs::write(dir.join("redis.pem"), cert.pem())?;
+    std::fs::write(dir.join("redis.key"), signing_key.serialize_pem())?;
+    Ok(())
+}
+
+/// The TLS settings (name, value) of a redis-server or sentinel whose
+/// certificate [`write_self_signed`] wrote into `dir`: clients need no
+/// certificate of their own, and a replica or sentinel reaches the other
+/// nodes over TLS too.
+fn tls_settings(dir: &Path) -> Vec<(&'static str, String)> {
+    let file = |name: &str| dir.join(name).display().to_string();
+    vec![
+        ("tls-cert-file", file("redis.pem")),
+        ("tls-key-file", file("redis.key")),
+        ("tls-ca-cert-file", file("redis.pem")),
+        ("tls-auth-clients", "no".to_owned()),
+        ("tls-replication", "yes".to_owned()),
+    ]
+}
+
+/// [`tls_settings`] as `redis-server` arguments.
+fn tls_arguments(command: &mut Command, dir: &Path) {
+    for (name, value) in tls_settings(dir) {
+        command.arg(format!("--{name}")).arg(value);
+    }
+}
+
+/// How many times the commands `counted` picks ran, from the text of `INFO
+/// commandstats` (a line `cmdstat_<name>:calls=<n>,...` per command, and per
+/// subcommand as `<command>|<subcommand>`).
+fn calls_in(stats: &str, counted: impl Fn(&str) -> bool) -> anyhow::Result<u64> {
+    let mut calls = 0;
+    for line in stats.lines() {
+        let Some((name, rest)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|line| line.split_once(":calls="))
+        else {
+            continue;
+        };
+        if counted(name) {
+            let count = rest.split(',').next().unwrap_or_default();
+            calls += count
+                .parse::<u64>()
+                .with_context(|| format!("not a count of calls: {line}"))?;
+        }
+    }
+    Ok(calls)
 }
 
 /// The newest PostgreSQL server binaries directory (`/usr/lib/postgresql/<v>/bin`).

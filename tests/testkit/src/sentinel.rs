@@ -1,12 +1,15 @@
 //! A Redis Sentinel group of our own: a primary `redis-server`, one replica and
 //! three sentinels monitoring the primary, every process on its own free
 //! loopback port, without persistence. A test kills the primary and waits for
-//! the sentinels to promote the replica.
+//! the sentinels to promote the replica. [`RedisSentinelGroup::start_tls`]
+//! starts one in which every process speaks only TLS, as a managed Redis
+//! with sentinels does.
 
-use crate::free_port;
+use crate::{calls_in, free_port, tls_arguments, tls_settings, write_self_signed};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The name the sentinels monitor the primary under.
@@ -39,6 +42,71 @@ pub struct RedisSentinelGroup {
     sentinels: Vec<Node>,
     /// The primary's port before the last kill or manual failover.
     previous_primary: Option<u16>,
+    /// How the test reaches the processes.
+    link: Link,
+}
+
+/// How the group's processes are reached: plain TCP, or TLS trusting the
+/// group's own self-signed certificate (with [`RedisSentinelGroup::start_tls`]).
+#[derive(Clone)]
+struct Link {
+    root_cert: Option<Arc<Vec<u8>>>,
+}
+
+impl Link {
+    fn url(&self, port: u16) -> String {
+        match self.root_cert {
+            Some(_) => format!("rediss://127.0.0.1:{port}"),
+            None => format!("redis://127.0.0.1:{port}"),
+        }
+    }
+
+    /// One command over a connection of its own, 500 ms to connect and to answer.
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        port: u16,
+        cmd: &mut redis::Cmd,
+    ) -> anyhow::Result<T> {
+        let client = match &self.root_cert {
+            Some(root_cert) => redis::Client::build_with_tls(
+                self.url(port),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(root_cert.to_vec()),
+                },
+            )?,
+            None => redis::Client::open(self.url(port))?,
+        };
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(500)))
+            .set_response_timeout(Some(Duration::from_millis(500)));
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        Ok(cmd.query_async(&mut conn).await?)
+    }
+
+    /// The first element of `ROLE`: `master`, `slave` or `sentinel`.
+    async fn role(&self, port: u16) -> Option<String> {
+        let role: Vec<redis::Value> = self.query(port, &mut redis::cmd("ROLE")).await.ok()?;
+        match role.into_iter().next()? {
+            redis::Value::BulkString(name) => String::from_utf8(name).ok(),
+            redis::Value::SimpleString(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    async fn wait_for_ping(&self, port: u16) -> anyhow::Result<()> {
+        wait_until(
+            Duration::from_secs(5),
+            &format!("port {port} to answer PING"),
+            || async move {
+                let _: String = self.query(port, &mut redis::cmd("PING")).await?;
+                Ok(true)
+            },
+        )
+        .await
+    }
 }
 
 impl RedisSentinelGroup {
@@ -46,6 +114,18 @@ impl RedisSentinelGroup {
     /// sentinel knows the replica and the other two sentinels (before that a
     /// failover could not succeed).
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(false).await
+    }
+
+    /// Like [`Self::start`], but every process listens only on TLS (`port 0`,
+    /// `tls-port`) and reaches the others over TLS (`tls-replication yes`),
+    /// with a self-signed certificate for `localhost` and `127.0.0.1` that no
+    /// system trusts: only [`Self::ca_file`] vouches for it.
+    pub async fn start_tls() -> anyhow::Result<Self> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(tls: bool) -> anyhow::Result<Self> {
         let sentinel_program = sentinel_program()?;
         let dir = std::env::temp_dir().join(format!(
             "redis-sentinel-group-{}",
@@ -53,19 +133,28 @@ impl RedisSentinelGroup {
         ));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
+        let root_cert = if tls {
+            write_self_signed(&dir)?;
+            Some(Arc::new(std::fs::read(dir.join("redis.pem"))?))
+        } else {
+            None
+        };
         let mut group = Self {
             dir,
             data: Vec::new(),
             sentinels: Vec::new(),
             previous_primary: None,
+            link: Link { root_cert },
         };
+        let link = group.link.clone();
+        let tls_dir = tls.then(|| group.dir.clone());
 
         let primary_port = free_port()?;
         group.data.push(Node {
             port: primary_port,
-            child: Some(spawn_data_node(&group.dir, primary_port, None)?),
+            child: Some(spawn_data_node(&group.dir, primary_port, None, tls)?),
         });
-        wait_for_ping(primary_port).await?;
+        link.wait_for_ping(primary_port).await?;
         let replica_port = free_port()?;
         group.data.push(Node {
             port: replica_port,
@@ -73,28 +162,36 @@ impl RedisSentinelGroup {
                 &group.dir,
                 replica_port,
                 Some(primary_port),
+                tls,
             )?),
         });
-        wait_for_ping(replica_port).await?;
-        wait_until(
-            Duration::from_secs(10),
-            "the replica to sync",
-            move || async move {
-                let info: String =
-                    query(replica_port, redis::cmd("INFO").arg("replication")).await?;
-                Ok(info.contains("master_link_status:up"))
-            },
-        )
+        link.wait_for_ping(replica_port).await?;
+        wait_until(Duration::from_secs(10), "the replica to sync", || async {
+            let info: String = link
+                .query(replica_port, redis::cmd("INFO").arg("replication"))
+                .await?;
+            Ok(info.contains("master_link_status:up"))
+        })
         .await?;
 
         for index in 0..3 {
             let port = free_port()?;
             let conf = group.dir.join(format!("sentinel-{index}.conf"));
             let log = group.dir.join(format!("sentinel-{index}.log"));
+            let listen = match &tls_dir {
+                Some(dir) => {
+                    let mut lines = format!("port 0\ntls-port {port}\n");
+                    for (name, value) in tls_settings(dir) {
+                        lines.push_str(&format!("{name} \"{value}\"\n"));
+                    }
+                    lines
+                }
+                None => format!("port {port}\n"),
+            };
             std::fs::write(
                 &conf,
                 format!(
-                    "port {port}\n\
+                    "{listen}\
                      bind 127.0.0.1\n\
                      daemonize no\n\
                      logfile \"{log}\"\n\
@@ -120,23 +217,25 @@ impl RedisSentinelGroup {
             });
         }
         for sentinel in &group.sentinels {
-            wait_for_ping(sentinel.port).await?;
+            link.wait_for_ping(sentinel.port).await?;
         }
         for sentinel in group.sentinels.iter().map(|node| node.port) {
             wait_until(
                 Duration::from_secs(20),
                 "every sentinel to know the replica and the other sentinels",
-                move || async move {
-                    let replicas: Vec<redis::Value> = query(
-                        sentinel,
-                        redis::cmd("SENTINEL").arg("replicas").arg(MASTER_NAME),
-                    )
-                    .await?;
-                    let others: Vec<redis::Value> = query(
-                        sentinel,
-                        redis::cmd("SENTINEL").arg("sentinels").arg(MASTER_NAME),
-                    )
-                    .await?;
+                || async {
+                    let replicas: Vec<redis::Value> = link
+                        .query(
+                            sentinel,
+                            redis::cmd("SENTINEL").arg("replicas").arg(MASTER_NAME),
+                        )
+                        .await?;
+                    let others: Vec<redis::Value> = link
+                        .query(
+                            sentinel,
+                            redis::cmd("SENTINEL").arg("sentinels").arg(MASTER_NAME),
+                        )
+                        .await?;
                     Ok(replicas.len() == 1 && others.len() == 2)
                 },
             )
@@ -156,6 +255,37 @@ impl RedisSentinelGroup {
     /// The name the sentinels monitor the primary under.
     pub fn master_name(&self) -> &'static str {
         MASTER_NAME
+    }
+
+    /// With [`Self::start_tls`]: the PEM file of the authority that vouches
+    /// for every process's certificate (the certificate itself).
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.link
+            .root_cert
+            .as_ref()
+            .map(|_| self.dir.join("redis.pem"))
+    }
+
+    /// How many times `command` (lowercase, e.g. `set`) ran on the process
+    /// at `port` since it started or since [`Self::reset_stats`].
+    pub async fn calls(&self, port: u16, command: &str) -> anyhow::Result<u64> {
+        let stats: String = self
+            .link
+            .query(port, redis::cmd("INFO").arg("commandstats"))
+            .await?;
+        calls_in(&stats, |name| name == command)
+    }
+
+    /// `CONFIG RESETSTAT` on every running data node (sentinels cannot:
+    /// their counts start when they do).
+    pub async fn reset_stats(&self) -> anyhow::Result<()> {
+        for node in self.data.iter().filter(|node| node.child.is_some()) {
+            let _: redis::Value = self
+                .link
+                .query(node.port, redis::cmd("CONFIG").arg("RESETSTAT"))
+                .await?;
+        }
+        Ok(())
     }
 
     /// The primary's port, as the first sentinel that answers names it
@@ -182,13 +312,15 @@ impl RedisSentinelGroup {
             if sentinel.child.is_none() {
                 continue;
             }
-            let answer: anyhow::Result<(String, String)> = query(
-                sentinel.port,
-                redis::cmd("SENTINEL")
-                    .arg("get-master-addr-by-name")
-                    .arg(MASTER_NAME),
-            )
-            .await;
+            let answer: anyhow::Result<(String, String)> = self
+                .link
+                .query(
+                    sentinel.port,
+                    redis::cmd("SENTINEL")
+                        .arg("get-master-addr-by-name")
+                        .arg(MASTER_NAME),
+                )
+                .await;
             match answer {
                 Ok((_, port)) => return port.parse().context("the sentinel named no port"),
                 Err(err) => last = Some(err),
@@ -197,15 +329,16 @@ impl RedisSentinelGroup {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("no sentinel is running")))
     }
 
-    /// `redis://127.0.0.1:<port>` of the current primary (as the sentinels name it).
+    /// `redis://127.0.0.1:<port>` (`rediss://` with TLS) of the current
+    /// primary (as the sentinels name it).
     pub async fn primary_url(&self) -> anyhow::Result<String> {
-        Ok(format!("redis://127.0.0.1:{}", self.primary_port().await?))
+        Ok(self.link.url(self.primary_port().await?))
     }
 
-    /// `redis://127.0.0.1:<port>` of the node started as the replica (the
-    /// primary after one failover).
+    /// `redis://127.0.0.1:<port>` (`rediss://` with TLS) of the node started
+    /// as the replica (the primary after one failover).
     pub fn replica_url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.data[1].port)
+        self.link.url(self.data[1].port)
     }
 
     /// `kill -9` of the current primary; returns its port.
@@ -233,11 +366,13 @@ impl RedisSentinelGroup {
             .iter()
             .find(|node| node.child.is_some())
             .context("no sentinel is running")?;
-        let _: String = query(
-            sentinel.port,
-            redis::cmd("SENTINEL").arg("failover").arg(MASTER_NAME),
-        )
-        .await?;
+        let _: String = self
+            .link
+            .query(
+                sentinel.port,
+                redis::cmd("SENTINEL").arg("failover").arg(MASTER_NAME),
+            )
+            .await?;
         self.previous_primary = Some(port);
         Ok(port)
     }
@@ -261,10 +396,10 @@ impl RedisSentinelGroup {
                 // A demoted primary that is still up must have been turned
                 // into a replica too: until then it still takes writes.
                 let demoted = match self.previous_primary.filter(|old| alive.contains(old)) {
-                    Some(old) => role(old).await.as_deref() == Some("slave"),
+                    Some(old) => self.link.role(old).await.as_deref() == Some("slave"),
                     None => true,
                 };
-                if demoted && role(port).await.as_deref() == Some("master") {
+                if demoted && self.link.role(port).await.as_deref() == Some("master") {
                     return Ok(port);
                 }
             }
@@ -345,10 +480,21 @@ fn sentinel_program() -> anyhow::Result<SentinelProgram> {
     }
 }
 
-fn spawn_data_node(dir: &Path, port: u16, replica_of: Option<u16>) -> anyhow::Result<Child> {
+fn spawn_data_node(
+    dir: &Path,
+    port: u16,
+    replica_of: Option<u16>,
+    tls: bool,
+) -> anyhow::Result<Child> {
     let mut command = Command::new("redis-server");
+    if tls {
+        command.args(["--port", "0", "--tls-port", &port.to_string()]);
+        tls_arguments(&mut command, dir);
+    } else {
+        command.args(["--port", &port.to_string()]);
+    }
     command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(dir)
@@ -362,39 +508,6 @@ fn spawn_data_node(dir: &Path, port: u16, replica_of: Option<u16>) -> anyhow::Re
         .stderr(Stdio::null())
         .spawn()
         .context("cannot start redis-server")
-}
-
-async fn query<T: redis::FromRedisValue>(port: u16, cmd: &mut redis::Cmd) -> anyhow::Result<T> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_millis(500)));
-    let mut conn = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
-    Ok(cmd.query_async(&mut conn).await?)
-}
-
-/// The first element of `ROLE`: `master`, `slave` or `sentinel`.
-async fn role(port: u16) -> Option<String> {
-    let role: Vec<redis::Value> = query(port, &mut redis::cmd("ROLE")).await.ok()?;
-    match role.into_iter().next()? {
-        redis::Value::BulkString(name) => String::from_utf8(name).ok(),
-        redis::Value::SimpleString(name) => Some(name),
-        _ => None,
-    }
-}
-
-async fn wait_for_ping(port: u16) -> anyhow::Result<()> {
-    wait_until(
-        Duration::from_secs(5),
-        &format!("port {port} to answer PING"),
-        move || async move {
-            let _: String = query(port, &mut redis::cmd("PING")).await?;
-            Ok(true)
-        },
-    )
-    .await
 }
 
 async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<()>
