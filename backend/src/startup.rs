@@ -95,6 +95,7 @@ impl Application {
             Duration::from_secs(config.token_ttl_secs),
         )
         .context("REDIS_URL is not a valid Redis URL")?;
+        let transport = settled.redis.transport();
         if let RedisTarget::Sentinel {
             sentinels,
             master_name,
@@ -104,8 +105,14 @@ impl Application {
             tracing::info!(
                 ?sentinels,
                 %master_name,
-                tls = settled.redis.over_tls(),
+                tls = transport,
                 "the redis primary is found through sentinel"
+            );
+        }
+        if transport == "unverified" {
+            tracing::warn!(
+                "REDIS_URL ends in #insecure: Redis's TLS certificates are not verified, so \
+                 whoever sits between this instance and Redis can read and forge request tokens"
             );
         }
 

@@ -65,12 +65,21 @@ pub enum RedisTarget {
 }
 
 impl RedisTarget {
-    /// Whether Redis is reached over TLS (false for a URL the redis crate cannot read).
-    pub fn over_tls(&self) -> bool {
+    /// How Redis is reached, for the start-up log: `"plain"` TCP, TLS
+    /// `"verified"`, or TLS `"unverified"` (`#insecure`); `"plain"` for a URL
+    /// the redis crate cannot read (refused when the store is made).
+    pub fn transport(&self) -> &'static str {
         let (Self::Direct { url } | Self::Sentinel { url, .. }) = self;
-        url.as_str()
+        match url
+            .as_str()
             .into_connection_info()
-            .is_ok_and(|info| tls_mode(info.addr()).is_some())
+            .ok()
+            .and_then(|info| tls_mode(info.addr()))
+        {
+            None => "plain",
+            Some(TlsMode::Secure) => "verified",
+            Some(_) => "unverified",
+        }
     }
 }
 
@@ -652,14 +661,27 @@ mod tests {
     #[test]
     fn a_tls_redis_url_reaches_the_sentinels_and_the_primary_over_tls() {
         let sentinel: SentinelAddr = "sentinel-a:26379".parse().expect("host:port");
-        for (url, mode) in [
-            ("redis://:pw@ignored:6379/2", None),
-            ("rediss://:pw@ignored:6380/2", Some(TlsMode::Secure)),
-            ("REDISS://:pw@ignored:6380/2", Some(TlsMode::Secure)),
-            ("valkeys://:pw@ignored:6380/2", Some(TlsMode::Secure)),
+        for (url, mode, transport) in [
+            ("redis://:pw@ignored:6379/2", None, "plain"),
+            (
+                "rediss://:pw@ignored:6380/2",
+                Some(TlsMode::Secure),
+                "verified",
+            ),
+            (
+                "REDISS://:pw@ignored:6380/2",
+                Some(TlsMode::Secure),
+                "verified",
+            ),
+            (
+                "valkeys://:pw@ignored:6380/2",
+                Some(TlsMode::Secure),
+                "verified",
+            ),
             (
                 "rediss://:pw@ignored:6380/2#insecure",
                 Some(TlsMode::Insecure),
+                "unverified",
             ),
         ] {
             let info = url.into_connection_info().expect("a redis url");
@@ -670,7 +692,7 @@ mod tests {
                 master_name: "checkout".into(),
                 url: url.into(),
             };
-            assert_eq!(target.over_tls(), mode.is_some(), "{url}");
+            assert_eq!(target.transport(), transport, "{url}");
             match (sentinel.connection_addr(tls), mode) {
                 (ConnectionAddr::Tcp(host, port), None) => {
                     assert_eq!((host.as_str(), port), ("sentinel-a", 26379));

@@ -445,7 +445,7 @@ impl OwnedRedis {
     /// or since [`OwnedRedis::reset_stats`] (`INFO commandstats`).
     pub async fn calls(&self, command: &str) -> anyhow::Result<u64> {
         let stats: String = self.command(&["INFO", "commandstats"]).await?;
-        calls_in(&stats, |name| name == command)
+        calls_in(&stats, command)
     }
 
     /// `CONFIG RESETSTAT`: counts start again from zero.
@@ -517,10 +517,9 @@ fn tls_arguments(command: &mut Command, dir: &Path) {
     }
 }
 
-/// How many times the commands `counted` picks ran, from the text of `INFO
-/// commandstats` (a line `cmdstat_<name>:calls=<n>,...` per command, and per
-/// subcommand as `<command>|<subcommand>`).
-fn calls_in(stats: &str, counted: impl Fn(&str) -> bool) -> anyhow::Result<u64> {
+/// How many times `command` ran, from the text of `INFO commandstats` (a line
+/// `cmdstat_<name>:calls=<n>,...` per command, subcommands as `<command>|<subcommand>`).
+fn calls_in(stats: &str, command: &str) -> anyhow::Result<u64> {
     let mut calls = 0;
     for line in stats.lines() {
         let Some((name, rest)) = line
@@ -529,7 +528,7 @@ fn calls_in(stats: &str, counted: impl Fn(&str) -> bool) -> anyhow::Result<u64> 
         else {
             continue;
         };
-        if counted(name) {
+        if name == command {
             let count = rest.split(',').next().unwrap_or_default();
             calls += count
                 .parse::<u64>()

@@ -273,7 +273,7 @@ impl RedisSentinelGroup {
             .link
             .query(port, redis::cmd("INFO").arg("commandstats"))
             .await?;
-        calls_in(&stats, |name| name == command)
+        calls_in(&stats, command)
     }
 
     /// `CONFIG RESETSTAT` on every running data node (sentinels cannot:
