@@ -195,6 +195,7 @@ impl Application {
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),
             submissions: crate::platform::dispatcher::Submissions::new(db.clone()),
             token_records: crate::db::orders::TokenRecords::new(db.clone()),
+            health_log: Default::default(),
         });
         let web = WebSecurity {
             csrf: Csrf::new(&config.public_origin),

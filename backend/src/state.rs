@@ -69,4 +69,6 @@ pub struct Handles {
     pub submissions: crate::platform::dispatcher::Submissions,
     /// The record of issued request tokens (group commit).
     pub token_records: crate::db::orders::TokenRecords,
+    /// What `/healthz` last found of PostgreSQL and Redis (logs changes).
+    pub health_log: crate::routes::health::HealthLog,
 }

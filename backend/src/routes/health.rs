@@ -6,7 +6,47 @@ use api_types::api::{Health, Readiness};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
+
+/// What the last `/healthz` found of each part, so that a part going down
+/// (with the reason) and coming back are logged once each, not at every
+/// check a load balancer or monitor makes.
+pub struct HealthLog {
+    database: AtomicU8,
+    redis: AtomicU8,
+}
+
+impl Default for HealthLog {
+    fn default() -> Self {
+        Self {
+            database: AtomicU8::new(UNKNOWN),
+            redis: AtomicU8::new(UNKNOWN),
+        }
+    }
+}
+
+/// Not checked yet (a first check that finds a part up logs nothing).
+const UNKNOWN: u8 = 0;
+const UP: u8 = 1;
+const DOWN: u8 = 2;
+
+impl HealthLog {
+    /// Records what a check found of `part`; logs a change.
+    fn note(seen: &AtomicU8, part: &'static str, found: Result<(), String>) {
+        let now = if found.is_ok() { UP } else { DOWN };
+        let before = seen.swap(now, Ordering::Relaxed);
+        match found {
+            Err(reason) if before != DOWN => {
+                tracing::warn!(part, %reason, "health check: a part we depend on is down");
+            }
+            Ok(()) if before == DOWN => {
+                tracing::info!(part, "health check: a part we depend on answers again");
+            }
+            _ => {}
+        }
+    }
+}
 
 /// 200 when PostgreSQL and Redis both answer; 503 naming the part that is down.
 #[utoipa::path(get, path = "/healthz", tag = "public",
@@ -18,8 +58,15 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>
         sqlx::query_scalar!("SELECT 1 AS alive").fetch_one(&state.db),
     )
     .await;
-    let database_ok = matches!(database, Ok(Ok(_)));
-    let redis_ok = state.tokens.ping().await.is_ok();
+    let database = match database {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("no answer within 2 s".to_owned()),
+    };
+    let redis = state.tokens.ping().await.map_err(|err| err.to_string());
+    let (database_ok, redis_ok) = (database.is_ok(), redis.is_ok());
+    HealthLog::note(&state.health_log.database, "database", database);
+    HealthLog::note(&state.health_log.redis, "redis", redis);
     let word = |ok: bool| if ok { "ok" } else { "down" }.to_owned();
     let status = if database_ok && redis_ok {
         StatusCode::OK

@@ -1,4 +1,4 @@
-use crate::helpers::{spawn_app, spawn_app_with};
+use crate::helpers::{logged, spawn_app, spawn_app_with};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use testkit::OwnedRedis;
@@ -115,4 +115,58 @@ async fn readyz_answers_503_from_the_drain_on_while_the_instance_still_serves_fo
             .await
             .expect("count");
     assert_eq!(attempts, 1);
+}
+
+#[tokio::test]
+async fn a_part_going_down_is_logged_once_with_why_and_its_return_once() {
+    let mut redis = OwnedRedis::start().await.expect("own redis-server");
+    let database = testkit::TestDatabase::new("checkout_test_health_log");
+    let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
+    let mut backend = testkit::BackendProcess::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_backend")),
+        vec![
+            (backend::env::PLATFORM.into(), "sandbox".into()),
+            (backend::env::DATABASE_URL.into(), database.url()),
+            (backend::env::REDIS_URL.into(), redis.url()),
+            (backend::env::LOG_FORMAT.into(), "json".into()),
+        ],
+        log.clone(),
+    )
+    .await
+    .expect("the backend starts");
+    let health = || async {
+        reqwest::get(format!("{}/healthz", backend.url()))
+            .await
+            .expect("sent")
+            .status()
+    };
+    assert_eq!(health().await, StatusCode::OK);
+    redis.stop();
+    for _ in 0..3 {
+        assert_eq!(health().await, StatusCode::SERVICE_UNAVAILABLE);
+    }
+    redis.resume().await.expect("redis back");
+    for _ in 0..2 {
+        assert_eq!(health().await, StatusCode::OK);
+    }
+    backend.terminate();
+    let output = std::fs::read_to_string(&log).expect("the backend's output");
+    let down = logged(&output, "health check: a part we depend on is down");
+    let back = logged(&output, "health check: a part we depend on answers again");
+    assert_eq!(
+        (down.len(), back.len()),
+        (1, 1),
+        "three failed checks log one line, two good ones after them one: {output}"
+    );
+    assert_eq!(
+        (down[0]["part"].as_str(), back[0]["part"].as_str()),
+        (Some("redis"), Some("redis"))
+    );
+    assert!(
+        down[0]["reason"]
+            .as_str()
+            .is_some_and(|reason| !reason.is_empty()),
+        "the line says why: {}",
+        down[0]
+    );
 }

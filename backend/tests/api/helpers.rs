@@ -899,3 +899,13 @@ pub async fn error_code(response: Response) -> String {
         .expect("error code")
         .to_owned()
 }
+
+/// The `fields` of each JSON log line of `output` whose message is `message`.
+pub(crate) fn logged(output: &str, message: &str) -> Vec<Value> {
+    output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|line| line["fields"].clone())
+        .filter(|fields| fields["message"] == message)
+        .collect()
+}

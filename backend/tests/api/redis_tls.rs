@@ -6,6 +6,7 @@
 //! sentinels and to the primary they name; [`RedisSentinelGroup::start_tls`]
 //! serves both only on TLS.
 
+use crate::helpers::logged;
 use crate::logs::PaidOrder;
 use backend::env;
 use reqwest::StatusCode;
@@ -142,28 +143,32 @@ async fn through_tls_sentinels_tokens_reach_the_tls_primary_before_and_after_a_f
 }
 
 /// `/healthz` of a backend that finds Redis through `group`'s sentinels
-/// (`trusted`: with the group's authority in `SSL_CERT_FILE`).
+/// (`trusted`: with the group's authority in `SSL_CERT_FILE`), and the
+/// backend's JSON log lines by then.
 async fn health_through_tls_sentinels(
     group: &RedisSentinelGroup,
     trusted: bool,
-) -> (StatusCode, Value) {
+) -> (StatusCode, Value, String) {
     let database = TestDatabase::new("checkout_test_redis_sentinel_tls");
     let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
     let mut vars = vec![
         (env::PLATFORM.into(), "sandbox".into()),
         (env::DATABASE_URL.into(), database.url()),
+        (env::LOG_FORMAT.into(), "json".into()),
     ];
     vars.extend(through_tls_sentinels(group, trusted));
-    let mut backend = BackendProcess::start(Path::new(env!("CARGO_BIN_EXE_backend")), vars, log)
-        .await
-        .expect("the backend starts without Redis");
+    let mut backend =
+        BackendProcess::start(Path::new(env!("CARGO_BIN_EXE_backend")), vars, log.clone())
+            .await
+            .expect("the backend starts without Redis");
     let health = reqwest::get(format!("{}/healthz", backend.url()))
         .await
         .expect("sent");
     let status = health.status();
     let body: Value = health.json().await.expect("health");
     backend.terminate();
-    (status, body)
+    let output = std::fs::read_to_string(&log).expect("the backend's output");
+    (status, body, output)
 }
 
 #[tokio::test]
@@ -173,14 +178,24 @@ async fn tls_sentinels_nobody_vouches_for_are_redis_down_not_a_plain_connection(
         .expect("a TLS-only sentinel group");
     // Nothing listens in plain TCP, so a backend that reaches Redis at all
     // reached it over TLS; without the authority it must not reach it.
-    let (status, body) = health_through_tls_sentinels(&group, false).await;
+    let (status, body, output) = health_through_tls_sentinels(&group, false).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
         (body["database"].as_str(), body["redis"].as_str()),
         (Some("ok"), Some("down"))
     );
+    // The operator reads why in the log.
+    let down = logged(&output, "health check: a part we depend on is down");
+    assert!(
+        down.len() == 1
+            && down[0]["part"] == "redis"
+            && down[0]["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("certificate")),
+        "the log does not say the certificate was refused: {down:?}"
+    );
     // The same group, its authority trusted: the refusal was the certificate's.
-    let (status, body) = health_through_tls_sentinels(&group, true).await;
+    let (status, body, _) = health_through_tls_sentinels(&group, true).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["redis"].as_str(), Some("ok"));
 }
