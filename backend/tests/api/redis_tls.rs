@@ -53,29 +53,12 @@ async fn with_a_rediss_url_tokens_go_through_a_tls_only_redis() {
 #[tokio::test]
 async fn a_redis_certificate_nobody_vouches_for_is_redis_down_not_a_plain_connection() {
     let redis = tls_redis().await;
-    let database = TestDatabase::new("checkout_test_redis_tls");
-    let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
-    let mut backend = BackendProcess::start(
-        Path::new(env!("CARGO_BIN_EXE_backend")),
-        vec![
-            (env::PLATFORM.into(), "sandbox".into()),
-            (env::DATABASE_URL.into(), database.url()),
-            (env::REDIS_URL.into(), redis.url()),
-        ],
-        log,
-    )
-    .await
-    .expect("the backend starts without Redis");
-    let health = reqwest::get(format!("{}/healthz", backend.url()))
-        .await
-        .expect("sent");
-    assert_eq!(health.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body: Value = health.json().await.expect("health");
+    let (status, body, _) = backend_health(vec![(env::REDIS_URL.into(), redis.url())]).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
         (body["database"].as_str(), body["redis"].as_str()),
         (Some("ok"), Some("down"))
     );
-    backend.terminate();
     assert_eq!(
         redis.calls("ping").await.expect("stats"),
         0,
@@ -142,21 +125,17 @@ async fn through_tls_sentinels_tokens_reach_the_tls_primary_before_and_after_a_f
     }
 }
 
-/// `/healthz` of a backend that finds Redis through `group`'s sentinels
-/// (`trusted`: with the group's authority in `SSL_CERT_FILE`), and the
-/// backend's JSON log lines by then.
-async fn health_through_tls_sentinels(
-    group: &RedisSentinelGroup,
-    trusted: bool,
-) -> (StatusCode, Value, String) {
-    let database = TestDatabase::new("checkout_test_redis_sentinel_tls");
+/// `/healthz` of a backend process run with `extra_env` (JSON logs, its own
+/// database), stopped right after, and its log lines by then.
+async fn backend_health(extra_env: Vec<(String, String)>) -> (StatusCode, Value, String) {
+    let database = TestDatabase::new("checkout_test_redis_tls");
     let log = testkit::target_dir().join(format!("test-logs/{}.log", database.name()));
     let mut vars = vec![
         (env::PLATFORM.into(), "sandbox".into()),
         (env::DATABASE_URL.into(), database.url()),
         (env::LOG_FORMAT.into(), "json".into()),
     ];
-    vars.extend(through_tls_sentinels(group, trusted));
+    vars.extend(extra_env);
     let mut backend =
         BackendProcess::start(Path::new(env!("CARGO_BIN_EXE_backend")), vars, log.clone())
             .await
@@ -178,7 +157,7 @@ async fn tls_sentinels_nobody_vouches_for_are_redis_down_not_a_plain_connection(
         .expect("a TLS-only sentinel group");
     // Nothing listens in plain TCP, so a backend that reaches Redis at all
     // reached it over TLS; without the authority it must not reach it.
-    let (status, body, output) = health_through_tls_sentinels(&group, false).await;
+    let (status, body, output) = backend_health(through_tls_sentinels(&group, false)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
         (body["database"].as_str(), body["redis"].as_str()),
@@ -195,7 +174,7 @@ async fn tls_sentinels_nobody_vouches_for_are_redis_down_not_a_plain_connection(
         "the log does not say the certificate was refused: {down:?}"
     );
     // The same group, its authority trusted: the refusal was the certificate's.
-    let (status, body, _) = health_through_tls_sentinels(&group, true).await;
+    let (status, body, _) = backend_health(through_tls_sentinels(&group, true)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["redis"].as_str(), Some("ok"));
 }
