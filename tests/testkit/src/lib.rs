@@ -457,16 +457,8 @@ impl OwnedRedis {
 
     /// One command over a connection of its own, trusting its certificate.
     async fn command<T: redis::FromRedisValue>(&self, args: &[&str]) -> anyhow::Result<T> {
-        let client = match self.ca_file() {
-            Some(ca) => redis::Client::build_with_tls(
-                self.url(),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(std::fs::read(ca)?),
-                },
-            )?,
-            None => redis::Client::open(self.url())?,
-        };
+        let root_cert = self.ca_file().map(std::fs::read).transpose()?;
+        let client = redis_client(self.url(), root_cert)?;
         let mut conn = client.get_multiplexed_async_connection().await?;
         Ok(redis::cmd(args[0])
             .arg(&args[1..])
@@ -481,6 +473,21 @@ impl Drop for OwnedRedis {
         if let Some(dir) = &self.tls_dir {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+/// A client of the Redis at `url`, trusting `root_cert` (PEM) for a
+/// `rediss://` one.
+fn redis_client(url: String, root_cert: Option<Vec<u8>>) -> redis::RedisResult<redis::Client> {
+    match root_cert {
+        Some(root_cert) => redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(root_cert),
+            },
+        ),
+        None => redis::Client::open(url),
     }
 }
 

@@ -5,11 +5,10 @@
 //! starts one in which every process speaks only TLS, as a managed Redis
 //! with sentinels does.
 
-use crate::{calls_in, free_port, tls_arguments, tls_settings, write_self_signed};
+use crate::{calls_in, free_port, redis_client, tls_arguments, tls_settings, write_self_signed};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The name the sentinels monitor the primary under.
@@ -50,7 +49,7 @@ pub struct RedisSentinelGroup {
 /// group's own self-signed certificate (with [`RedisSentinelGroup::start_tls`]).
 #[derive(Clone)]
 struct Link {
-    root_cert: Option<Arc<Vec<u8>>>,
+    root_cert: Option<Vec<u8>>,
 }
 
 impl Link {
@@ -67,16 +66,7 @@ impl Link {
         port: u16,
         cmd: &mut redis::Cmd,
     ) -> anyhow::Result<T> {
-        let client = match &self.root_cert {
-            Some(root_cert) => redis::Client::build_with_tls(
-                self.url(port),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(root_cert.to_vec()),
-                },
-            )?,
-            None => redis::Client::open(self.url(port))?,
-        };
+        let client = redis_client(self.url(port), self.root_cert.clone())?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
             .set_response_timeout(Some(Duration::from_millis(500)));
@@ -135,7 +125,7 @@ impl RedisSentinelGroup {
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let root_cert = if tls {
             write_self_signed(&dir)?;
-            Some(Arc::new(std::fs::read(dir.join("redis.pem"))?))
+            Some(std::fs::read(dir.join("redis.pem"))?)
         } else {
             None
         };
