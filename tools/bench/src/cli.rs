@@ -90,8 +90,9 @@ pub struct Args {
     #[arg(long, default_value_t = 200_000)]
     pub redis_requests: u64,
 
-    /// Also profile new callbacks at 32 clients (or the nearest count) with `perf`,
-    /// in extra runs that are not counted.
+    /// Also profile with `perf`, at 32 clients (or the nearest count), in extra
+    /// runs that are not counted: new callbacks (pgbench and the backend) and
+    /// the pay (the backend's pay alone, pgbench's attempt and hold).
     #[arg(long)]
     pub profile: bool,
 

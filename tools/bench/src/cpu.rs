@@ -1,6 +1,7 @@
 //! Where the machine's CPU went during a run, from `/proc`: the load generator
 //! (this process and its children such as pgbench), the backend (one or more
-//! instances), the balancer in front of them, our PostgreSQL cluster, and
+//! instances), the balancer in front of them, our PostgreSQL cluster, the
+//! platform the pay step hands payments to (a `platform-sim` process), and
 //! everything else. "Everything else" is the noise: other people's
 //! builds and tests sharing the machine.
 //!
@@ -35,6 +36,10 @@ pub struct CpuUse {
     pub balancer_cores: f64,
     /// Our PostgreSQL cluster (all its processes); zero when it is not ours.
     pub postgres_cores: f64,
+    /// The payment platform the backend hands payments to, when it is a
+    /// process on this machine (`--pay-platform-url`'s `platform-sim`): part
+    /// of the pay's work, not noise. Zero in every other step.
+    pub platform_cores: f64,
     /// The Redis server the backend uses.
     pub redis_cores: f64,
     /// Interrupt and softirq time (loopback networking lands here). Mostly also
@@ -49,6 +54,24 @@ pub struct CpuUse {
     pub context_switches_per_s: f64,
 }
 
+impl CpuUse {
+    /// The cores of everything the measured work runs on: the load generator,
+    /// the backend, PostgreSQL, Redis and the platform (the balancer, in the
+    /// scale-out step only, is counted there).
+    pub fn ours_cores(&self) -> f64 {
+        self.client_cores
+            + self.backend_cores
+            + self.postgres_cores
+            + self.redis_cores
+            + self.platform_cores
+    }
+
+    /// The machine's cores nobody used.
+    pub fn idle_cores(&self) -> f64 {
+        (self.cores - self.busy_cores).max(0.0)
+    }
+}
+
 /// The processes whose CPU we can name.
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
@@ -58,6 +81,8 @@ pub struct Roots {
     pub balancers: Vec<u32>,
     /// The postmaster of our own PostgreSQL cluster.
     pub postmaster: Option<u32>,
+    /// The platform process the pay step hands payments to.
+    pub platform: Option<u32>,
     /// The Redis server.
     pub redis: Option<u32>,
 }
@@ -68,6 +93,7 @@ enum Class {
     Backend,
     Balancer,
     Postgres,
+    Platform,
     Redis,
     Other,
 }
@@ -123,11 +149,12 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
         let busy = cores_of(machine_end.busy.saturating_sub(machine_start.busy));
         let irq = cores_of(machine_end.irq.saturating_sub(machine_start.irq));
         let steal = cores_of(machine_end.steal.saturating_sub(machine_start.steal));
-        let (client, backend, balancer, postgres, redis) = (
+        let (client, backend, balancer, postgres, platform, redis) = (
             share(Class::Client),
             share(Class::Backend),
             share(Class::Balancer),
             share(Class::Postgres),
+            share(Class::Platform),
             share(Class::Redis),
         );
         Some(CpuUse {
@@ -138,9 +165,11 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
             backend_cores: backend,
             balancer_cores: balancer,
             postgres_cores: postgres,
+            platform_cores: platform,
             redis_cores: redis,
             irq_cores: irq,
-            other_cores: (busy - steal - client - backend - balancer - postgres - redis).max(0.0),
+            other_cores: (busy - steal - client - backend - balancer - postgres - platform - redis)
+                .max(0.0),
             steal_cores: steal,
             context_switches_per_s: machine_end
                 .context_switches
@@ -167,6 +196,9 @@ fn classify(pid: u32, procs: &HashMap<u32, Proc>, roots: &Roots) -> Class {
         }
         if Some(current) == roots.redis {
             return Class::Redis;
+        }
+        if Some(current) == roots.platform {
+            return Class::Platform;
         }
         if current == me {
             return Class::Client;
@@ -211,6 +243,61 @@ pub fn find_redis_server(port: u16) -> Option<u32> {
         }
     }
     None
+}
+
+/// The process listening on TCP `port` of this machine (IPv4 or IPv6), found
+/// through `/proc/net/tcp*` (the socket's inode) and the processes' open files:
+/// how the pay step finds the `platform-sim` behind `--pay-platform-url`.
+/// `None` when nothing listens there or the process is not readable (another
+/// user's).
+pub fn find_listener(port: u16) -> Option<u32> {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| listening_inodes(&text, port))
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && wanted.iter().any(|w| target.as_os_str() == w.as_str())
+            {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+/// The inodes of the sockets listening on `port` in one `/proc/net/tcp*`
+/// table (`sl local_address rem_address st ... inode`; state `0A` is LISTEN,
+/// the port the hex after the address's colon).
+fn listening_inodes(table: &str, port: u16) -> Vec<String> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = fields.get(1)?.rsplit(':').next()?;
+            let listening = *fields.get(3)? == "0A";
+            (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+                .then(|| fields.get(9).map(|inode| (*inode).to_owned()))
+                .flatten()
+        })
+        .collect()
 }
 
 fn processes() -> HashMap<u32, Proc> {
@@ -289,6 +376,30 @@ mod tests {
         let proc = parse_stat(stat).expect("parses");
         assert_eq!(proc.ppid, 7);
         assert_eq!(proc.ticks, 300);
+    }
+
+    #[test]
+    fn a_listening_socket_is_found_by_its_port_and_state() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 4343 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4444 1 0000000000000000 100 0 0 10 0";
+        assert_eq!(listening_inodes(table, 8080), vec!["4242".to_owned()]);
+        assert_eq!(listening_inodes(table, 8081), vec!["4444".to_owned()]);
+        assert!(listening_inodes(table, 9090).is_empty());
+    }
+
+    #[test]
+    fn this_process_is_found_as_the_listener_of_its_own_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let port = listener.local_addr().expect("has an address").port();
+        assert_eq!(find_listener(port), Some(std::process::id()));
+        drop(listener);
+        assert_eq!(
+            find_listener(port),
+            None,
+            "nothing listens once it is closed"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ impl Results {
         let mut out = Vec::new();
         for (label, series) in [
             ("pgbench new", &self.new_pgbench),
+            ("pgbench pipelined new", &self.new_pgbench_pipelined),
             ("pgbench + ping new", &self.new_pgbench_ping),
             ("backend new", &self.new_backend),
             ("pgbench duplicate", &self.dup_pgbench),
@@ -23,6 +24,7 @@ impl Results {
             ("backend duplicate", &self.dup_backend),
             ("backend pay now", &self.pay),
             ("backend pay alone", &self.pay_alone),
+            ("pgbench pay attempt + hold", &self.pay_pgbench),
         ] {
             let mut seen: Vec<usize> = Vec::new();
             for run in series {
@@ -76,9 +78,10 @@ impl Results {
             w,
             "Cores busy on average over the steady part of each window (the machine has {}), \
              then per successful operation: CPU microseconds of the load generator, the backend \
-             and PostgreSQL, their sum with Redis (*all ours*), context switches of the whole \
-             machine, and WAL. *client* is the load generator (pgbench, or the `bench` process's \
-             HTTP workers); *other* is everything not ours: the noise. *irq* is interrupt time, \
+             and PostgreSQL, their sum with Redis and the platform (*all ours*), context switches \
+             of the whole machine, and WAL. *client* is the load generator (pgbench, or the \
+             `bench` process's HTTP workers); *platform* is the `platform-sim` process the pay \
+             hands its payments to (pay steps only); *other* is everything not ours: the noise. *irq* is interrupt time, \
              most of it already inside the process times (loopback networking runs in the \
              sending process). The machine is saturated when *idle* is near 0: then the rate \
              is the cores divided by *all ours µs/op*. *WAL flush ms* is the mean time of one \
@@ -88,24 +91,25 @@ impl Results {
         );
         let _ = writeln!(
             w,
-            "| run | ops/s | client | backend | PostgreSQL | Redis | irq | other + steal | idle | client µs/op | backend µs/op | PostgreSQL µs/op | all ours µs/op | ctx switches/op | WAL bytes/op | ops per WAL flush | WAL flush ms |"
+            "| run | ops/s | client | backend | PostgreSQL | Redis | platform | irq | other + steal | idle | client µs/op | backend µs/op | PostgreSQL µs/op | all ours µs/op | ctx switches/op | WAL bytes/op | ops per WAL flush | WAL flush ms |"
         );
         let _ = writeln!(
             w,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for (label, run, cpu) in rows {
-            let idle = (cpu.cores - cpu.busy_cores).max(0.0);
-            let ours = cpu.client_cores + cpu.backend_cores + cpu.postgres_cores + cpu.redis_cores;
+            let idle = cpu.idle_cores();
+            let ours = cpu.ours_cores();
             let (wal_bytes, wal_syncs) = run.wal_per_op().unwrap_or((0.0, 0.0));
             let _ = writeln!(
                 w,
-                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {} | {} |",
+                "| {label} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {} | {} |",
                 run.rate,
                 cpu.client_cores,
                 cpu.backend_cores,
                 cpu.postgres_cores,
                 cpu.redis_cores,
+                cpu.platform_cores,
                 cpu.irq_cores,
                 cpu.other_cores + cpu.steal_cores,
                 idle,

@@ -32,6 +32,7 @@ impl Results {
         );
         self.provenance_section(w);
         self.targets_section(w);
+        self.misses_section(w);
         self.comparison_section(w);
         self.ping_section(w);
         self.pay_section(w);

@@ -12,6 +12,7 @@
 //! - `results.rs`: the figures ([`Results`], saved as `results.json`);
 //! - `ratios.rs`: the backend's rates over the tools', round by round;
 //! - `targets.rs`: the targets of issue 5 and how a run is judged against them;
+//! - `misses.rs`: why a missed ratio target missed, from the run's CPU figures;
 //! - `summary.rs`: what the terminal shows at the end of a run;
 //! - `document.rs`: the page, section by section in order;
 //! - `provenance.rs`: how the figures were produced (machine, settings, noise);
@@ -26,6 +27,7 @@ mod comparison;
 mod cpu_and_noise;
 mod database;
 mod document;
+mod misses;
 mod provenance;
 mod ratios;
 mod results;
@@ -34,6 +36,7 @@ mod summary;
 mod targets;
 
 pub use analysis::{ANALYSIS_BEGIN, ANALYSIS_END, kept_analysis};
+pub use misses::{Miss, Verdict};
 pub use results::{Results, Settings, StatementBreakdown};
 pub use scaling::{Balanced, MEASURED_HEADING, ScaleOut, write_scaling};
 pub use targets::{Target, limits};

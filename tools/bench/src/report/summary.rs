@@ -35,6 +35,16 @@ impl Results {
                 target.measured
             );
         }
+        let misses = self.misses();
+        if !misses.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nWhy missed (the report's \"Why the missed targets missed\"):"
+            );
+            for miss in misses {
+                let _ = writeln!(out, "  {}", miss.short(self.machine.cores as f64));
+            }
+        }
         let _ = writeln!(out, "\nNoise: {}", self.noise_summary());
         out
     }

@@ -63,11 +63,7 @@ impl Bench {
     /// `perf` over one more pgbench run and one more backend run at the focus
     /// count; neither is counted.
     async fn profile_new(&mut self, script: &Path) -> anyhow::Result<()> {
-        if !profile::available().await {
-            say("    perf is not available: no profile");
-            self.results
-                .notes
-                .push("--profile was given but perf does not run here".into());
+        if !self.perf_available().await {
             return Ok(());
         }
         let focus = self.focus();
@@ -96,6 +92,19 @@ impl Bench {
             .profiles
             .push((format!("backend, new callbacks, {focus} clients"), text));
         Ok(())
+    }
+
+    /// True when `perf` runs here; otherwise says so, once in the report's notes.
+    pub(super) async fn perf_available(&mut self) -> bool {
+        if profile::available().await {
+            return true;
+        }
+        const NOTE: &str = "--profile was given but perf does not run here";
+        say("    perf is not available: no profile");
+        if !self.results.notes.iter().any(|n| n == NOTE) {
+            self.results.notes.push(NOTE.into());
+        }
+        false
     }
 
     /// Makes sure both sides have the orders a run of `seconds` at `clients`

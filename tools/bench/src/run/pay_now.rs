@@ -10,10 +10,10 @@ use super::new_callbacks::new_callback_vars;
 use super::windows::Side;
 use super::{Bench, say};
 use crate::load::{Job, Prepared};
-use crate::pgbench;
 use crate::postgres::{BENCH_SHOPPER_EMAIL, BENCH_SHOPPER_PASSWORD, order_no};
 use crate::redis_bench::{self, RedisCommand};
 use crate::stats::Run;
+use crate::{pgbench, profile};
 use anyhow::Context;
 use api_types::api::{PayRequest, RequestToken};
 use futures::StreamExt;
@@ -21,6 +21,8 @@ use hyper::StatusCode;
 use hyper::header::{COOKIE, HeaderValue};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
 
 /// Sandbox callback delay for the pay-now phase: an hour, so no callback lands while measuring.
 const PAY_CALLBACK_DELAY_MS: u64 = 3_600_000;
@@ -68,10 +70,18 @@ impl Bench {
             self.results.pay_token.push(token);
             self.results.pay_submit.push(submit);
             let alone = self
-                .backend_pay_alone(addr, clients, self.args.duration)
+                .backend_pay_alone(addr, clients, self.args.duration, false)
                 .await?;
             say(alone.line("backend pay alone", "pay/s "));
             self.results.pay_alone.push(alone);
+        }
+        if self.args.profile && self.perf_available().await {
+            say(format!(
+                "    profiling the pay alone with perf ({} s at {focus} clients, not counted)",
+                self.args.duration
+            ));
+            self.backend_pay_alone(addr, focus, self.args.duration, true)
+                .await?;
         }
         self.stop_backend("pay now");
         self.pgbench_pay_rounds().await?;
@@ -94,28 +104,57 @@ impl Bench {
             self.results.scripts.push(("pay_attempt.sql".into(), text));
         }
         for clients in self.args.clients.clone() {
-            let need = self.orders_needed(self.pay_hint.max(5_000.0), self.args.duration, clients);
-            self.pg_stock.skip_used("payment_attempts").await?;
-            self.pg_stock.ensure(need).await?;
-            let base = self.pg_stock.next();
-            let vars = new_callback_vars(base, clients, self.args.accounts);
             let measured = clients == self.focus();
-            let run = self
-                .pgbench_window(&script, vars, clients, self.args.duration, measured, "pay")
-                .await?;
-            self.record_statements(
-                measured,
-                Side::Pgbench,
-                "pay attempt + hold",
-                clients,
-                run.ok,
-            )
-            .await;
-            self.pg_stock.skip_used("payment_attempts").await?;
+            let run = self.pgbench_pay(&script, clients, measured).await?;
             say(run.line("pgbench pay attempt + hold", "tps  "));
             self.results.pay_pgbench.push(run);
         }
+        if self.args.profile && self.perf_available().await {
+            let focus = self.focus();
+            say(format!(
+                "    profiling pgbench's attempt + hold with perf ({} s at {focus} clients, not counted)",
+                self.args.duration
+            ));
+            let recording = profile::start(
+                &self.work.join("perf-pgbench-pay.data"),
+                Duration::from_secs(self.args.duration),
+            )?;
+            self.pgbench_pay(&script, focus, false).await?;
+            let text = recording.finish(None).await?;
+            self.results.profiles.push((
+                format!("pgbench, pay attempt + hold, {focus} clients"),
+                text,
+            ));
+        }
         Ok(())
+    }
+
+    /// One pgbench run of the attempt and hold at `clients`, each transaction
+    /// on a fresh PENDING order.
+    async fn pgbench_pay(
+        &mut self,
+        script: &Path,
+        clients: usize,
+        measured: bool,
+    ) -> anyhow::Result<Run> {
+        let need = self.orders_needed(self.pay_hint.max(5_000.0), self.args.duration, clients);
+        self.pg_stock.skip_used("payment_attempts").await?;
+        self.pg_stock.ensure(need).await?;
+        let base = self.pg_stock.next();
+        let vars = new_callback_vars(base, clients, self.args.accounts);
+        let run = self
+            .pgbench_window(script, vars, clients, self.args.duration, measured, "pay")
+            .await?;
+        self.record_statements(
+            measured,
+            Side::Pgbench,
+            "pay attempt + hold",
+            clients,
+            run.ok,
+        )
+        .await;
+        self.pg_stock.skip_used("payment_attempts").await?;
+        Ok(run)
     }
 
     /// `redis-benchmark` at every client count, under our own key prefix.
@@ -177,12 +216,15 @@ impl Bench {
 
     /// One run of the pay alone: request tokens for fresh orders are issued
     /// before the window (over HTTP, [`TOKEN_CONCURRENCY`] at a time), then
-    /// each worker pays its orders in turn, each pay expecting `202`.
+    /// each worker pays its orders in turn, each pay expecting `202`. With
+    /// `profiled`, `perf` records the window (the tokens' issue left out) and
+    /// the run is not counted.
     async fn backend_pay_alone(
         &mut self,
         addr: SocketAddr,
         clients: usize,
         seconds: u64,
+        profiled: bool,
     ) -> anyhow::Result<Run> {
         let rate = (2.0 * self.pay_hint).max(PAY_ALONE_MIN_RATE);
         let need = self.orders_needed(rate, seconds, clients);
@@ -243,9 +285,25 @@ impl Bench {
                 status: StatusCode::ACCEPTED,
             })
             .collect();
-        let measured = clients == self.focus();
+        let measured = clients == self.focus() && !profiled;
         self.before_run(Side::Backend, measured).await?;
+        let recording = if profiled {
+            Some(profile::start(
+                &self.work.join("perf-backend-pay-alone.data"),
+                Duration::from_secs(seconds),
+            )?)
+        } else {
+            None
+        };
         let run = self.load(addr, jobs, seconds, "pay alone").await;
+        if let Some(recording) = recording {
+            let text = recording
+                .finish(self.roots.backends.first().copied())
+                .await?;
+            self.results
+                .profiles
+                .push((format!("backend, pay alone, {clients} clients"), text));
+        }
         if let Ok(run) = &run {
             self.record_statements(measured, Side::Backend, "pay alone", clients, run.ok)
                 .await;

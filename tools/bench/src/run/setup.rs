@@ -124,6 +124,7 @@ impl Bench {
             backends: Vec::new(),
             balancers: Vec::new(),
             postmaster: server.postmaster_pid(),
+            platform: platform_process(args.pay_platform_url.as_deref()),
             redis: cpu::find_redis_server(redis.port),
         };
         Ok(Bench {
@@ -149,6 +150,29 @@ impl Bench {
             results,
         })
     }
+}
+
+/// The process behind `--pay-platform-url` when it listens on this machine,
+/// so its CPU counts as the pay's platform and not as noise.
+fn platform_process(url: Option<&str>) -> Option<u32> {
+    let url = reqwest::Url::parse(url?).ok()?;
+    let local = matches!(
+        url.host_str(),
+        Some("127.0.0.1" | "localhost" | "[::1]" | "::1")
+    );
+    let pid = local
+        .then(|| url.port_or_known_default())
+        .flatten()
+        .and_then(cpu::find_listener);
+    match pid {
+        Some(pid) => say(format!(
+            "    the pay's platform at {url} is process {pid}: its CPU is counted as the platform's"
+        )),
+        None => say(format!(
+            "    the pay's platform at {url} is not a process found on this machine: its CPU (if any here) counts as noise"
+        )),
+    }
+    pid
 }
 
 /// `now` as year, month, day (joined by `date`), `middle`, then hour, minute,
