@@ -9,7 +9,8 @@
 //! part, is what stands between them. When our side leaves cores idle, it
 //! was waiting (round trips, commits, locks), not short of CPU, and the page
 //! says that instead. The `perf` profiles (`--profile`) show the functions
-//! behind each part.
+//! behind each part. A p99 over its target is told beside the limit's own p99
+//! on the same work at the same count.
 
 use super::Results;
 use super::targets::limits;
@@ -272,6 +273,56 @@ impl Results {
         out
     }
 
+    /// The latency targets this run missed, each in one sentence with the
+    /// limit's own p99 on the same work at the same count beside it (when the
+    /// database alone cannot keep under the target, neither can anything in
+    /// front of it).
+    pub fn latency_misses(&self) -> Vec<String> {
+        let new_limit = self.new_limit();
+        let dup_limit = self.dup_limit();
+        let mut out = Vec::new();
+        for (what, ours, limit, clients) in [
+            ("p99, new callbacks", &self.new_backend, &new_limit, 32),
+            ("p99, duplicate storm", &self.dup_backend, &dup_limit, 32),
+            ("p99, duplicate storm", &self.dup_backend, &dup_limit, 100),
+        ] {
+            let Some(run) = at(ours, clients) else {
+                continue;
+            };
+            if run.latency.p99_ms <= limits::P99_MS {
+                continue;
+            }
+            let mut text = format!(
+                "{what} at {clients} clients: {:.1} ms, wanted <= {:.0} ms (p50 {:.1} ms",
+                run.latency.p99_ms,
+                limits::P99_MS,
+                run.latency.p50_ms
+            );
+            if let Some(cpu) = &run.cpu {
+                text.push_str(&format!(
+                    ", {:.2} of {} cores idle",
+                    cpu.idle_cores(),
+                    self.machine.cores
+                ));
+            }
+            text.push(')');
+            match at(limit, clients) {
+                Some(limit) if limit.latency.p99_ms > 0.0 => text.push_str(&format!(
+                    "; PostgreSQL alone on the same work (pgbench) had p99 {:.1} ms at this count{}",
+                    limit.latency.p99_ms,
+                    if limit.latency.p99_ms > limits::P99_MS {
+                        ": the database alone is over the target"
+                    } else {
+                        ""
+                    }
+                )),
+                _ => {}
+            }
+            out.push(text);
+        }
+        out
+    }
+
     /// The pay limit's side at `clients`: pgbench's attempt and hold, plus one
     /// `GETDEL`, whose CPU is Redis's and redis-benchmark's when measured, else
     /// at most the whole machine over its rate.
@@ -307,7 +358,8 @@ impl Results {
     /// "Why the missed targets missed": one paragraph per miss.
     pub(super) fn misses_section(&self, w: &mut String) {
         let misses = self.misses();
-        if misses.is_empty() {
+        let latency = self.latency_misses();
+        if misses.is_empty() && latency.is_empty() {
             return;
         }
         let cores = self.machine.cores as f64;
@@ -367,6 +419,9 @@ impl Results {
                         .join(", ")
                 );
             }
+        }
+        for text in latency {
+            let _ = writeln!(w, "- **{text}.**");
         }
         let _ = writeln!(w);
     }
@@ -519,6 +574,57 @@ mod tests {
                 .iter()
                 .any(|p| p.name == "platform" && (p.us - 100.0).abs() < 1e-6),
             "the platform's CPU is part of ours: {extra:?}"
+        );
+    }
+
+    #[test]
+    fn a_p99_over_the_target_is_told_with_the_databases_own_p99_beside_it() {
+        let latency = |p50_ms, p99_ms| crate::stats::Latency {
+            p50_ms,
+            p99_ms,
+            ..crate::stats::Latency::default()
+        };
+        let mut results = Results {
+            settings: Settings {
+                clients: vec![32],
+                ..Settings::default()
+            },
+            new_pgbench: vec![Run {
+                latency: latency(9.0, 27.0),
+                ..run(32, 3_000.0, busy(1.8, 0.0, 0.1, 0.1))
+            }],
+            new_backend: vec![Run {
+                latency: latency(12.0, 31.5),
+                ..run(32, 2_700.0, busy(1.5, 0.3, 0.1, 0.1))
+            }],
+            ..Results::default()
+        };
+        results.machine.cores = 2;
+        let misses = results.latency_misses();
+        assert_eq!(misses.len(), 1, "{misses:?}");
+        assert!(
+            misses[0].starts_with("p99, new callbacks at 32 clients: 31.5 ms"),
+            "{}",
+            misses[0]
+        );
+        assert!(
+            misses[0].contains("pgbench) had p99 27.0 ms"),
+            "{}",
+            misses[0]
+        );
+        assert!(
+            misses[0].contains("the database alone is over the target"),
+            "{}",
+            misses[0]
+        );
+        let mut page = String::new();
+        results.misses_section(&mut page);
+        assert!(page.contains("31.5 ms, wanted <= 25 ms"), "{page}");
+
+        results.new_backend[0].latency = latency(12.0, 24.0);
+        assert!(
+            results.latency_misses().is_empty(),
+            "24 ms is within the target"
         );
     }
 

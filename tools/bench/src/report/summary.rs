@@ -36,13 +36,17 @@ impl Results {
             );
         }
         let misses = self.misses();
-        if !misses.is_empty() {
+        let latency = self.latency_misses();
+        if !misses.is_empty() || !latency.is_empty() {
             let _ = writeln!(
                 out,
                 "\nWhy missed (the report's \"Why the missed targets missed\"):"
             );
             for miss in misses {
                 let _ = writeln!(out, "  {}", miss.short(self.machine.cores as f64));
+            }
+            for text in latency {
+                let _ = writeln!(out, "  {text}");
             }
         }
         let _ = writeln!(out, "\nNoise: {}", self.noise_summary());
