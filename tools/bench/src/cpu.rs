@@ -213,15 +213,7 @@ fn classify(pid: u32, procs: &HashMap<u32, Proc>, roots: &Roots) -> Class {
 
 /// The `redis-server` process serving `port`, if it runs on this machine.
 pub fn find_redis_server(port: u16) -> Option<u32> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
@@ -260,14 +252,7 @@ pub fn find_listener(port: u16) -> Option<u32> {
         return None;
     }
     let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };
@@ -300,19 +285,18 @@ fn listening_inodes(table: &str, port: u16) -> Vec<String> {
         .collect()
 }
 
+/// The ids of the processes running now (the numeric entries of `/proc`).
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+}
+
 fn processes() -> HashMap<u32, Proc> {
     let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             && let Some(proc) = parse_stat(&stat)
         {

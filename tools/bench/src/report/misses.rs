@@ -214,40 +214,59 @@ impl Miss {
     }
 }
 
+/// A callback ratio target as [`Results::misses`] walks it: the counts it
+/// was measured at, its ratio at a count, and the two series compared.
+struct CallbackTarget<'a> {
+    what: &'static str,
+    counts: Vec<usize>,
+    ratio: &'a dyn Fn(usize) -> Option<f64>,
+    wanted: f64,
+    ours: &'a [Run],
+    limit: &'a [Run],
+    /// What the labels of this step's profiles contain.
+    step: &'static str,
+}
+
 impl Results {
     /// Every ratio target this run missed, at every count it was missed at.
     pub fn misses(&self) -> Vec<Miss> {
         let mut out = Vec::new();
-        let new_limit = self.new_limit();
-        for &clients in &self.settings.clients {
-            if let Some(ratio) = self.new_ratio(clients)
-                && ratio < limits::NEW_VS_PGBENCH
-            {
-                out.push(Miss {
-                    what: "new callbacks / one round trip".into(),
-                    clients,
-                    ratio,
-                    wanted: limits::NEW_VS_PGBENCH,
-                    ours: at(&self.new_backend, clients).and_then(Side::of),
-                    limit: at(&new_limit, clients).and_then(Side::of),
-                    profiles: self.profiles_of("new callbacks"),
-                });
-            }
-        }
-        let dup_limit = self.dup_limit();
-        for clients in self.all_counts() {
-            if let Some(ratio) = self.dup_ratio(clients)
-                && ratio < limits::DUP_VS_PGBENCH
-            {
-                out.push(Miss {
-                    what: "duplicates / one statement".into(),
-                    clients,
-                    ratio,
-                    wanted: limits::DUP_VS_PGBENCH,
-                    ours: at(&self.dup_backend, clients).and_then(Side::of),
-                    limit: at(&dup_limit, clients).and_then(Side::of),
-                    profiles: self.profiles_of("duplicate"),
-                });
+        let (new_limit, dup_limit) = (self.new_limit(), self.dup_limit());
+        let callbacks = [
+            CallbackTarget {
+                what: "new callbacks / one round trip",
+                counts: self.settings.clients.clone(),
+                ratio: &|clients| self.new_ratio(clients),
+                wanted: limits::NEW_VS_PGBENCH,
+                ours: &self.new_backend,
+                limit: &new_limit,
+                step: "new callbacks",
+            },
+            CallbackTarget {
+                what: "duplicates / one statement",
+                counts: self.all_counts(),
+                ratio: &|clients| self.dup_ratio(clients),
+                wanted: limits::DUP_VS_PGBENCH,
+                ours: &self.dup_backend,
+                limit: &dup_limit,
+                step: "duplicate",
+            },
+        ];
+        for target in callbacks {
+            for &clients in &target.counts {
+                if let Some(ratio) = (target.ratio)(clients)
+                    && ratio < target.wanted
+                {
+                    out.push(Miss {
+                        what: target.what.into(),
+                        clients,
+                        ratio,
+                        wanted: target.wanted,
+                        ours: at(target.ours, clients).and_then(Side::of),
+                        limit: at(target.limit, clients).and_then(Side::of),
+                        profiles: self.profiles_of(target.step),
+                    });
+                }
             }
         }
         for &clients in &self.settings.clients {
@@ -506,6 +525,31 @@ mod tests {
             .find(|p| p.name == "PostgreSQL")
             .expect("listed");
         assert!((postgres.us - (1_200.0 - 900.0)).abs() < 1e-6, "{extra:?}");
+    }
+
+    #[test]
+    fn duplicates_are_judged_at_every_count_they_ran_at_against_their_own_limit() {
+        let mut results = Results {
+            settings: Settings {
+                clients: vec![8],
+                ..Settings::default()
+            },
+            dup_pgbench: vec![run(100, 10_000.0, busy(1.6, 0.0, 0.2, 0.2))],
+            dup_backend: vec![run(100, 7_000.0, busy(0.6, 1.0, 0.2, 0.2))],
+            ..Results::default()
+        };
+        results.machine.cores = 2;
+        let misses = results.misses();
+        assert_eq!(
+            misses.len(),
+            1,
+            "the storm's count, beyond --clients: {misses:?}"
+        );
+        let miss = &misses[0];
+        assert_eq!(miss.what, "duplicates / one statement");
+        assert_eq!(miss.clients, 100);
+        assert!((miss.ratio - 0.7).abs() < 1e-9);
+        assert_eq!(miss.extra()[0].name, "backend", "{:?}", miss.extra());
     }
 
     #[test]
