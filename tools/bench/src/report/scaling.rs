@@ -92,16 +92,11 @@ fn balancer_us(run: &Run) -> f64 {
         .map_or(0.0, |cpu| run.cpu_us_per_op(cpu.balancer_cores))
 }
 
-/// CPU of all our processes (load generator, backends, HAProxy, PostgreSQL, Redis) per request, µs.
+/// CPU of all our processes (load generator, backends, HAProxy, PostgreSQL, Redis; the platform
+/// process, idle in this step) per request, µs.
 fn ours_us(run: &Run) -> f64 {
     run.cpu.map_or(0.0, |cpu| {
-        run.cpu_us_per_op(
-            cpu.client_cores
-                + cpu.backend_cores
-                + cpu.balancer_cores
-                + cpu.postgres_cores
-                + cpu.redis_cores,
-        )
+        run.cpu_us_per_op(cpu.ours_cores() + cpu.balancer_cores)
     })
 }
 
@@ -244,7 +239,7 @@ impl ScaleOut {
                 cpu(|c| c.balancer_cores),
                 cpu(|c| c.postgres_cores),
                 cpu(|c| c.client_cores),
-                cpu(|c| (c.cores - c.busy_cores).max(0.0)),
+                cpu(|c| c.idle_cores()),
                 if is_pgbench {
                     "-".into()
                 } else {
@@ -335,7 +330,7 @@ impl ScaleOut {
                 let cpu = at(series, clients)?.cpu?;
                 Some(format!(
                     "{label}: {:.2} idle, PostgreSQL {:.2}",
-                    (cpu.cores - cpu.busy_cores).max(0.0),
+                    cpu.idle_cores(),
                     cpu.postgres_cores
                 ))
             })
