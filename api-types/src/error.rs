@@ -49,6 +49,9 @@ pub enum ErrorCode {
     TokenInvalid,
     /// The order is not PENDING, so it cannot be paid.
     OrderNotPayable,
+    /// Another submit of this request token is still being recorded; retry
+    /// after `Retry-After` seconds with the same token, which then replays its answer.
+    PayInProgress,
     /// The order is not paid (or already fully refunded), so it cannot be refunded.
     OrderNotRefundable,
     /// The refund, with the refunds pending and done, would give back more than was charged.
@@ -77,7 +80,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 30] = [
         Self::BadRequest,
         Self::Unauthorized,
         Self::Unauthenticated,
@@ -95,6 +98,7 @@ impl ErrorCode {
         Self::AccountNotFound,
         Self::TokenInvalid,
         Self::OrderNotPayable,
+        Self::PayInProgress,
         Self::OrderNotRefundable,
         Self::RefundExceedsCharge,
         Self::InsufficientFunds,
@@ -129,6 +133,7 @@ impl ErrorCode {
             Self::AccountNotFound => "ACCOUNT_NOT_FOUND",
             Self::TokenInvalid => "TOKEN_INVALID",
             Self::OrderNotPayable => "ORDER_NOT_PAYABLE",
+            Self::PayInProgress => "PAY_IN_PROGRESS",
             Self::OrderNotRefundable => "ORDER_NOT_REFUNDABLE",
             Self::RefundExceedsCharge => "REFUND_EXCEEDS_CHARGE",
             Self::InsufficientFunds => "INSUFFICIENT_FUNDS",

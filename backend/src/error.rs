@@ -43,6 +43,11 @@ pub enum ApiError {
         "this Idempotency-Key was used with a different request; make a new key for a new order"
     )]
     IdempotencyKeyReused,
+    /// Another submit of the same request token is still being recorded.
+    #[error(
+        "another submit of this request token is still being recorded; retry shortly with the same token"
+    )]
+    PayInProgress,
     /// The first request with the idempotency key is still running.
     #[error("a request with this Idempotency-Key is still being processed; retry shortly")]
     IdempotencyKeyInUse,
@@ -153,6 +158,7 @@ impl ApiError {
                 ErrorCode::IdempotencyKeyReused,
             ),
             IdempotencyKeyInUse => (StatusCode::CONFLICT, ErrorCode::IdempotencyKeyInUse),
+            PayInProgress => (StatusCode::CONFLICT, ErrorCode::PayInProgress),
             ProductNotFound => (StatusCode::NOT_FOUND, ErrorCode::ProductNotFound),
             ShopperNotFound => (StatusCode::NOT_FOUND, ErrorCode::ShopperNotFound),
             EmailTaken => (StatusCode::CONFLICT, ErrorCode::EmailTaken),
@@ -259,7 +265,7 @@ impl IntoResponse for ApiError {
         };
         let retry_after = match &self {
             Self::RateLimited { retry_after_secs } => Some(*retry_after_secs),
-            Self::IdempotencyKeyInUse => Some(u64::from(RETRY_AFTER_SECS)),
+            Self::IdempotencyKeyInUse | Self::PayInProgress => Some(u64::from(RETRY_AFTER_SECS)),
             _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(u64::from(RETRY_AFTER_SECS)),
             _ => None,
         };

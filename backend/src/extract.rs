@@ -4,7 +4,7 @@ use crate::error::ApiError;
 use crate::order_no::OrderNo;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::{JsonRejection, PathRejection};
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
@@ -40,6 +40,10 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
 
 /// `Path<T>` whose rejection (e.g. a segment that is not UTF-8 once
 /// percent-decoded) is a 400 in the shared error shape.
+///
+/// A segment holding a control character once percent-decoded (`%00`, which
+/// PostgreSQL text cannot hold, `%0A`, ...) is refused here too, whatever `T`
+/// is: no path parameter names anything with one, and none reaches a query.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AppPath<T>(pub T);
 
@@ -51,6 +55,15 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        if let Ok(raw) = RawPathParams::from_request_parts(parts, state).await
+            && raw
+                .iter()
+                .any(|(_, value)| value.chars().any(char::is_control))
+        {
+            return Err(ApiError::BadRequest(
+                "a path parameter must not contain control characters".into(),
+            ));
+        }
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(value)) => Ok(Self(value)),
             Err(PathRejection::FailedToDeserializePathParams(failed))
@@ -136,7 +149,8 @@ impl TrustedProxies {
         Self(addresses.iter().map(|ip| ip.to_canonical()).collect())
     }
 
-    fn trusts(&self, ip: std::net::IpAddr) -> bool {
+    /// Whether `ip` is one of them.
+    pub fn trusts(&self, ip: std::net::IpAddr) -> bool {
         self.0.contains(&ip.to_canonical())
     }
 

@@ -76,12 +76,20 @@ pub async fn create_in_tx(
         .ok_or_else(|| {
             ApiError::internal(anyhow::anyhow!("PAID order {order_no} has no CHARGE"))
         })?;
-    if !refunds::reserve(&mut **tx, order_no, body.amount_cents).await? {
-        let free = order.amount_cents - order.refund_reserved_cents;
-        return Err(ApiError::RefundExceedsCharge(format!(
+    // What is left to refund, never a sum: reserved <= amount by constraint,
+    // so this cannot overflow, whatever amount was asked for.
+    let free = order.amount_cents - order.refund_reserved_cents;
+    let exceeds = || {
+        ApiError::RefundExceedsCharge(format!(
             "order {order_no} was charged {}; refunds pending or done take {}, so at most {free} can still be refunded",
             order.amount_cents, order.refund_reserved_cents
-        )));
+        ))
+    };
+    if body.amount_cents > free {
+        return Err(exceeds());
+    }
+    if !refunds::reserve(&mut **tx, order_no, body.amount_cents).await? {
+        return Err(exceeds());
     }
     let refund_no = refunds::new_refund_no();
     let refund = refunds::insert(

@@ -6,11 +6,21 @@
 //!   sent), or it is closed without an answer. Slow-loris clients that open a
 //!   connection and never finish their headers, and idle keep-alive
 //!   connections, cannot hold a slot for longer than that.
+//! - **Write-progress timeout.** A response write that makes no progress for
+//!   [`Limits::write_stall_timeout`] (the client stopped reading: its receive
+//!   window and our send buffer are full) ends the connection. A client that
+//!   pipelines requests and never reads its answers cannot hold a slot, or
+//!   megabytes of unsent answers, for longer than that.
 //! - **Connection cap.** At most [`Limits::max_connections`] connections are
 //!   served at once. When every slot is taken the loop stops calling `accept`:
 //!   new connections wait in the kernel's accept backlog (and are refused by the
-//!   kernel when that is full too) until a slot frees up. No connection is
-//!   accepted only to be closed.
+//!   kernel when that is full too) until a slot frees up.
+//! - **Cap per client address.** One peer address holds at most
+//!   [`Limits::max_connections_per_client`] of those slots; a connection beyond
+//!   that is closed as soon as it is accepted (the address is only known then),
+//!   so one client cannot take every slot. The load balancers of
+//!   `TRUSTED_PROXIES` are exempt: every client behind them shares their address,
+//!   and they enforce their own limits (docs/SECURITY.md).
 //! - **Graceful shutdown with a deadline.** When `shutdown` completes, the
 //!   listener is closed, idle connections are closed, and requests in flight
 //!   run to completion before [`serve`] returns, for at most
@@ -24,29 +34,82 @@
 //! Only HTTP/1.1 (and 1.0) is spoken, as before: the backend sits behind a
 //! reverse proxy or is called by the payment platform, both HTTP/1 clients.
 
+use crate::extract::TrustedProxies;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::{Service, ServiceExt};
 
 /// The limits one [`serve`] loop enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Time a connection has to deliver a complete request head.
     pub header_read_timeout: Duration,
+    /// Time a response write may make no progress before the connection ends.
+    pub write_stall_timeout: Duration,
     /// Connections served at once; more wait in the accept backlog.
     pub max_connections: usize,
+    /// Connections one peer address may hold at once; more are closed on accept.
+    pub max_connections_per_client: usize,
+    /// Peers exempt from the cap per client (the load balancers).
+    pub trusted_proxies: TrustedProxies,
     /// Longest wait for requests in flight once `shutdown` completed.
     pub shutdown_deadline: Duration,
+}
+
+/// The connections each peer address holds now (addresses with none are removed).
+#[derive(Clone, Default)]
+struct PerClient(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+/// One connection counted against its peer's cap, given back when dropped.
+struct ClientSlot {
+    counts: PerClient,
+    ip: IpAddr,
+}
+
+impl PerClient {
+    /// Counts a new connection from `ip`, or `None` when `ip` holds `cap` already.
+    fn take(&self, ip: IpAddr, cap: usize) -> Option<ClientSlot> {
+        let mut counts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = counts.entry(ip).or_default();
+        if *held >= cap {
+            return None;
+        }
+        *held += 1;
+        Some(ClientSlot {
+            counts: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .counts
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(held) = counts.get_mut(&self.ip) {
+            *held -= 1;
+            if *held == 0 {
+                counts.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Serves `router` on `listener` within `limits` until `shutdown` completes,
@@ -62,6 +125,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let per_client = PerClient::default();
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder
@@ -91,8 +155,22 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let client_slot = if limits.trusted_proxies.trusts(peer.ip()) {
+            None
+        } else {
+            match per_client.take(peer.ip().to_canonical(), limits.max_connections_per_client) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(%peer, cap = limits.max_connections_per_client,
+                        "connection closed: the client holds as many connections as one may");
+                    continue;
+                }
+            }
+        };
         // Responses go out as soon as they are written, never held back by Nagle.
         let _ = stream.set_nodelay(true);
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_stall_timeout));
 
         let service = match ServiceExt::<SocketAddr>::ready(&mut make_service).await {
             Ok(ready) => match ready.call(peer).await {
@@ -101,14 +179,17 @@ pub async fn serve(
             },
             Err(never) => match never {},
         };
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        let connection = builder.serve_connection(
+            TokioIo::new(Box::pin(stream)),
+            TowerToHyperService::new(service),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(err) = connection.await {
                 // Header timeouts, resets and malformed requests end up here.
                 tracing::debug!(%peer, error = %err, "connection ended with an error");
             }
+            drop(client_slot);
             drop(slot);
         });
     }

@@ -45,6 +45,15 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// kernel's accept backlog until one closes (see [`crate::serve`]).
 pub const MAX_CONNECTIONS: usize = 1024;
 
+/// Time a response write may make no progress (the client stopped reading)
+/// before the connection is closed (see [`crate::serve`]).
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections one client address may hold at once: a quarter of
+/// [`MAX_CONNECTIONS`], far above a browser's six or a load test's hundred,
+/// so one address can never take every slot (see [`crate::serve`]).
+pub const MAX_CONNECTIONS_PER_CLIENT: usize = MAX_CONNECTIONS / 4;
+
 /// The migrations in `migrations/`, embedded at compile time.
 pub use crate::schema::MIGRATOR;
 
@@ -298,7 +307,10 @@ impl Application {
         });
         let limits = serve::Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
+            write_stall_timeout: WRITE_STALL_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_connections_per_client: MAX_CONNECTIONS_PER_CLIENT,
+            trusted_proxies: self.state.trusted_proxies.clone(),
             shutdown_deadline: deadline,
         };
         // The listener closes once the drain is over (or at a second signal).

@@ -1,10 +1,21 @@
 //! The request-token store, in Redis: a fast helper, never the guarantee.
 //!
 //! A token is issued with `SET key value EX ttl NX` and consumed with a guarded
-//! `GETDEL`: one Lua script that deletes the key only if its binding names the
-//! order being paid. Of any number of concurrent submits for that order exactly
-//! one gets the binding back; a submit for another order leaves the token, and
-//! its TTL, untouched, so the shopper's own submit still works.
+//! `GETDEL`: one Lua script that takes the binding only if it names the order
+//! being paid. Of any number of concurrent submits for that order exactly one
+//! gets the binding back; a submit for another order leaves the token, and its
+//! TTL, untouched, so the shopper's own submit still works.
+//!
+//! Taking a token leaves an *in-flight marker* in its place (the binding
+//! behind `inflight:`, for [`IN_FLIGHT_TTL`]): between the take and the
+//! commit of the attempt there is no row to replay yet, and a concurrent
+//! submit of the same token (a page re-sending after a network drop) must not
+//! be told the token is invalid while the first one is charging. It sees
+//! [`Consumed::InFlight`] and waits for the attempt (`routes::pay`). The
+//! winner leaves the marker to expire once the attempt is committed, puts the
+//! token back on a failure of ours ([`TokenStore::restore`]), and removes it
+//! when the order refused the payment ([`TokenStore::release`]).
+//!
 //! If Redis loses the key (flush, restart, failover) a later submit merely fails
 //! with `TOKEN_INVALID` or is replayed from `payment_attempts`: the database's
 //! unique constraints, not Redis, keep a token from paying twice.
@@ -220,23 +231,51 @@ pub struct TokenBinding {
     pub currency: Currency,
 }
 
-/// `GETDEL`, guarded by the order and the shopper: `KEYS[1]` the token's key,
-/// `ARGV[1]` the order being paid, `ARGV[2]` the shopper paying. Returns nil when
-/// there is no such key, `{1, binding}` when it was bound to that order and
-/// shopper and is now deleted, `{0, binding}` when it is bound to another order
-/// or shopper and was left as it was. A script runs atomically, so the
-/// comparison and the delete cannot interleave with another submit.
+/// How long the in-flight marker of a taken token lives: longer than a pay's
+/// transaction can take (its connection wait is bounded at 10 s), so that a
+/// concurrent submit of the same token waits for the attempt instead of being
+/// told the token is invalid. When the process that took the token dies before
+/// its commit, the token answers `PAY_IN_PROGRESS` for this long and then
+/// `TOKEN_INVALID`, and the page takes a fresh one.
+pub const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
+
+/// `GETDEL`, guarded by the order and the shopper, that leaves an in-flight
+/// marker: `KEYS[1]` the token's key, `ARGV[1]` the order being paid, `ARGV[2]`
+/// the shopper paying, `ARGV[3]` the marker's lifetime in milliseconds. Returns
+/// nil when there is no such key; `{0, binding}` when it is bound to another
+/// order or shopper (left as it was); `{1, binding}` when it was bound to that
+/// order and shopper and is now taken (replaced by the marker); `{2, binding}`
+/// when it was taken before and its marker is still there. A script runs
+/// atomically, so the comparison and the take cannot interleave with another
+/// submit. The binding is never re-encoded (Lua's cjson would round large amounts).
 const CONSUME_SCRIPT: &str = r"
 local value = redis.call('GET', KEYS[1])
 if not value then
     return false
 end
-local binding = cjson.decode(value)
-if binding['order_no'] ~= ARGV[1] or binding['shopper_id'] ~= ARGV[2] then
-    return {0, value}
+local taken_before = string.sub(value, 1, 9) == 'inflight:'
+local text = value
+if taken_before then
+    text = string.sub(value, 10)
 end
-redis.call('DEL', KEYS[1])
-return {1, value}
+local binding = cjson.decode(text)
+if binding['order_no'] ~= ARGV[1] or binding['shopper_id'] ~= ARGV[2] then
+    return {0, text}
+end
+if taken_before then
+    return {2, text}
+end
+redis.call('SET', KEYS[1], 'inflight:' .. text, 'PX', ARGV[3])
+return {1, text}
+";
+
+/// Removes a token's in-flight marker, and only that: `KEYS[1]` the token's key.
+const RELEASE_SCRIPT: &str = r"
+local value = redis.call('GET', KEYS[1])
+if value and string.sub(value, 1, 9) == 'inflight:' then
+    redis.call('DEL', KEYS[1])
+end
+return 1
 ";
 
 /// What [`TokenStore::consume`] found.
@@ -247,6 +286,9 @@ pub enum Consumed {
     /// The token is bound to another order or another shopper; it was left in
     /// the store, still usable by its owner.
     OtherOrder(TokenBinding),
+    /// The token was bound to this order and shopper and another submit took
+    /// it; that submit's attempt may not be committed yet.
+    InFlight(TokenBinding),
     /// No such token: unknown, expired, already used, or lost by Redis.
     Missing,
 }
@@ -527,24 +569,44 @@ impl TokenStore {
             .arg(1)
             .arg(self.key(token))
             .arg(order_no)
-            .arg(shopper_id.as_hyphenated().to_string());
+            .arg(shopper_id.as_hyphenated().to_string())
+            .arg(u64::try_from(IN_FLIGHT_TTL.as_millis()).unwrap_or(u64::MAX));
         let raw: Option<(i64, String)> = self.run(&cmd).await?;
-        let Some((taken, text)) = raw else {
+        let Some((found, text)) = raw else {
             return Ok(Consumed::Missing);
         };
         let binding: TokenBinding = serde_json::from_str(&text).map_err(json_error)?;
-        Ok(if taken == 1 {
-            Consumed::Taken(binding)
-        } else {
-            Consumed::OtherOrder(binding)
+        Ok(match found {
+            1 => Consumed::Taken(binding),
+            2 => Consumed::InFlight(binding),
+            _ => Consumed::OtherOrder(binding),
         })
     }
 
-    /// Puts a consumed token back (only if absent) after a failure on our side, so
-    /// the shopper's retry with the same token is not refused for our fault.
+    /// Puts a taken token back in place of its in-flight marker after a
+    /// failure on our side, so the shopper's retry with the same token (and a
+    /// concurrent submit waiting on the marker) is not refused for our fault.
     #[tracing::instrument(name = "tokens.restore", skip(self, token, binding), fields(token_fp = %TokenFingerprint::of(token)))]
     pub async fn restore(&self, token: Uuid, binding: &TokenBinding) -> redis::RedisResult<()> {
-        self.set_if_absent(token, binding).await?;
+        // Unconditional: only the submit that took the token writes its key again.
+        let value = serde_json::to_string(binding).map_err(json_error)?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key(token))
+            .arg(value)
+            .arg("EX")
+            .arg(self.ttl_secs());
+        let _: Option<String> = self.run(&cmd).await?;
+        Ok(())
+    }
+
+    /// Removes a taken token's in-flight marker when the order refused the
+    /// payment (no attempt will be committed): a concurrent submit of the
+    /// token stops waiting and is answered at once.
+    #[tracing::instrument(name = "tokens.release", skip(self, token), fields(token_fp = %TokenFingerprint::of(token)))]
+    pub async fn release(&self, token: Uuid) -> redis::RedisResult<()> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE_SCRIPT).arg(1).arg(self.key(token));
+        let _: i64 = self.run(&cmd).await?;
         Ok(())
     }
 

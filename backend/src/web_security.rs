@@ -5,9 +5,14 @@
 //! route that a session cookie authenticates must
 //! 1. come from our own origin: `Sec-Fetch-Site` is `same-origin` or `none`, or,
 //!    from a browser that does not send it, `Origin` is `PUBLIC_ORIGIN` (or
-//!    names the host the request was sent to). A request with neither header is
-//!    not from a browser, so no cookie was sent for it by a trick; else
-//!    `403 CSRF_REJECTED`. (The rule of Go's `http.CrossOriginProtection`.)
+//!    names the host the request was sent to); else `403 CSRF_REJECTED`. A
+//!    request with neither header is let through on purpose: every browser
+//!    sends `Origin` (and current ones `Sec-Fetch-Site`) on a cross-site
+//!    request, so one without both was not sent by a browser tricked by
+//!    another site, and the cookie is `SameSite=Lax`, which browsers do not
+//!    send on cross-site state-changing requests in the first place. (The
+//!    rule of Go's `http.CrossOriginProtection`; README and docs/SECURITY.md
+//!    say the same.)
 //! 2. carry its body as `application/json`, else `415 UNSUPPORTED_MEDIA_TYPE`:
 //!    no HTML form and no "simple" cross-site `fetch` can send that without a
 //!    CORS preflight, which we never grant.

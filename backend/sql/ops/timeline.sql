@@ -1,9 +1,12 @@
 -- Everything that happened to order $1, oldest first (ties in the order the
 -- branches are written): the console's order timeline (backend/src/db/review.rs).
+-- Titles carry no amounts: an event whose details have amount_cents and
+-- currency gets the amount written in major units after its title, in Rust
+-- (review::events), never as minor units beside a currency.
 SELECT at AS "at!", kind AS "kind!", title AS "title!", details AS "details!"
 FROM (
     SELECT o.created_at AS at, 'order_placed' AS kind, 0 AS seq,
-           format('order placed: %s %s', o.amount_cents, o.currency) AS title,
+           'order placed' AS title,
            jsonb_build_object('amount_cents', o.amount_cents, 'currency', o.currency,
                               'description', o.description, 'expires_at', o.expires_at) AS details
     FROM orders o WHERE o.order_no = $1
@@ -35,14 +38,14 @@ FROM (
     FROM callback_deliveries d WHERE d.order_no = $1
     UNION ALL
     SELECT l.created_at, 'ledger', 5,
-           format('ledger %s: %s %s', l.kind, l.amount_cents, l.currency),
+           format('ledger %s', l.kind),
            jsonb_build_object('entry_id', l.entry_id, 'kind', l.kind, 'amount_cents', l.amount_cents,
                               'currency', l.currency, 'callback_id', l.callback_id,
                               'payment_id', l.payment_id, 'refund_no', l.refund_no)
     FROM payment_ledger l WHERE l.order_no = $1
     UNION ALL
     SELECT r.created_at, 'refund', 6,
-           format('refund %s asked for by %s: %s %s', r.refund_no, r.requested_by, r.amount_cents, r.currency),
+           format('refund %s asked for by %s', r.refund_no, r.requested_by),
            jsonb_build_object('refund_no', r.refund_no, 'reason', r.reason, 'requested_by', r.requested_by,
                               'amount_cents', r.amount_cents, 'currency', r.currency)
     FROM refunds r WHERE r.order_no = $1

@@ -229,7 +229,8 @@ pub async fn list_unsubmitted(
 
 /// Reserves `amount_cents` of a PAID order's charge for a new refund. Returns
 /// false (and changes nothing) when the order is not PAID or the reserved
-/// total would exceed the charge. Run under the order's row lock.
+/// total would exceed the charge (compared as what is left, so no amount, up
+/// to `i64::MAX`, can overflow the sum). Run under the order's row lock.
 #[tracing::instrument(name = "db.refunds.reserve", skip(db))]
 pub async fn reserve(
     db: impl PgExecutor<'_>,
@@ -238,7 +239,7 @@ pub async fn reserve(
 ) -> sqlx::Result<bool> {
     let result = sqlx::query!(
         "UPDATE orders SET refund_reserved_cents = refund_reserved_cents + $2, updated_at = now()
-         WHERE order_no = $1 AND status = 'PAID' AND refund_reserved_cents + $2 <= amount_cents",
+         WHERE order_no = $1 AND status = 'PAID' AND $2 <= amount_cents - refund_reserved_cents",
         order_no,
         amount_cents,
     )

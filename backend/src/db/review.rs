@@ -117,14 +117,32 @@ pub async fn timeline(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<V
         .await
 }
 
-/// Turns rows into events; a kind the SQL and the wire type disagree on is an error.
+/// Turns rows into events; a kind the SQL and the wire type disagree on is an
+/// error. An event whose facts carry an amount and its currency shows the
+/// amount after its title, written as people read money (`24.50 EUR`, from
+/// the integer minor units, never through a float).
 pub fn events(rows: Vec<TimelineRow>) -> Result<Vec<TimelineEvent>, serde_json::Error> {
     rows.into_iter()
         .map(|row| {
+            let amount = row.details["amount_cents"].as_i64().zip(
+                row.details["currency"]
+                    .as_str()
+                    .and_then(|code| code.parse::<Currency>().ok()),
+            );
+            let title = match amount {
+                Some((cents, currency)) => {
+                    format!(
+                        "{}: {}",
+                        row.title,
+                        api_types::format_minor(cents, currency)
+                    )
+                }
+                None => row.title,
+            };
             Ok(TimelineEvent {
                 at: row.at,
                 kind: serde_json::from_value(serde_json::Value::String(row.kind))?,
-                title: row.title,
+                title,
                 details: row.details,
             })
         })
@@ -212,4 +230,60 @@ pub async fn activity(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<ActivityMinut
     )
     .fetch_all(db)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TimelineRow, events};
+    use serde_json::json;
+    use time::macros::datetime;
+
+    fn row(kind: &str, title: &str, details: serde_json::Value) -> TimelineRow {
+        TimelineRow {
+            at: datetime!(2026-12-07 10:00 UTC),
+            kind: kind.into(),
+            title: title.into(),
+            details,
+        }
+    }
+
+    #[test]
+    fn a_timeline_title_writes_its_amount_as_people_read_money() {
+        let titles: Vec<String> = events(vec![
+            row(
+                "order_placed",
+                "order placed",
+                json!({"amount_cents": 2450, "currency": "EUR"}),
+            ),
+            row(
+                "ledger",
+                "ledger CHARGE",
+                json!({"amount_cents": 123_456, "currency": "CNY"}),
+            ),
+            row(
+                "refund",
+                "refund ref_1 asked for by merchant",
+                json!({"amount_cents": 5, "currency": "JPY"}),
+            ),
+            row(
+                "token_issued",
+                "request token issued (page loaded)",
+                json!({}),
+            ),
+        ])
+        .expect("known kinds")
+        .into_iter()
+        .map(|event| event.title)
+        .collect();
+
+        assert_eq!(
+            titles,
+            [
+                "order placed: 24.50 EUR",
+                "ledger CHARGE: 1,234.56 CNY",
+                "refund ref_1 asked for by merchant: 5 JPY",
+                "request token issued (page loaded)",
+            ]
+        );
+    }
 }

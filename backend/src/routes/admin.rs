@@ -142,6 +142,12 @@ pub async fn callback_history(
     State(state): State<AppState>,
     AppPath(callback_id): AppPath<String>,
 ) -> Result<Json<CallbackHistory>, ApiError> {
+    // The callback paths refuse an id holding a control character (U+0000
+    // above all, which PostgreSQL text cannot hold), so such an id names no
+    // callback; it reaches no query ([`crate::routes::notify::fits_postgres_text`]).
+    if !crate::routes::notify::fits_postgres_text(&callback_id) {
+        return Err(ApiError::NotFound);
+    }
     let processed = callbacks::find_processed(&state.db, &callback_id).await?;
     let deliveries = deliveries::list(&state.db, &callback_id)
         .await?

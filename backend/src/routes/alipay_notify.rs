@@ -119,6 +119,17 @@ async fn handle(
     // Unreadable before any signature could be checked: nothing is written.
     let params = ali::parse_form(text)
         .map_err(|err| Refusal::new(StatusCode::BAD_REQUEST, format!("not a form: {err}")))?;
+    // PostgreSQL text cannot hold U+0000 (`%00`), and the id, the order and the
+    // anomaly's details all come from these fields: refused, nothing written.
+    if params
+        .iter()
+        .any(|(key, value)| !notify::fits_postgres_text(key) || !notify::fits_postgres_text(value))
+    {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "no field of the notification may contain U+0000",
+        ));
+    }
     let param = |name: &str| {
         params
             .iter()

@@ -55,24 +55,8 @@ pub async fn receive(
 
     let parsed = serde_json::from_slice::<CallbackEvent>(&body)
         .map_err(|err| err.to_string())
-        .and_then(|event| {
-            // PostgreSQL text cannot hold U+0000: refuse it here, as malformed, not with a 500.
-            let data = &event.data;
-            if data.order_no.contains('\0')
-                || data.payment_id.contains('\0')
-                || data
-                    .merchant_reference
-                    .as_deref()
-                    .is_some_and(|r| r.contains('\0'))
-            {
-                Err(
-                    "order_no, payment_id and merchant_reference must not contain U+0000"
-                        .to_owned(),
-                )
-            } else {
-                Ok(event)
-            }
-        });
+        // PostgreSQL text cannot hold U+0000: refuse it here, as malformed, not with a 500.
+        .and_then(|event| crate::routes::notify::check_event_text(&event).map(|()| event));
     let event = match parsed {
         Ok(event) => event,
         Err(err) => {

@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::metrics::{CallbackAnswer, ErrorCodeTag};
 use crate::routes::callbacks::MAX_CALLBACK_BYTES;
 use crate::state::AppState;
-use api_types::api::CallbackEvent;
+use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
 use api_types::{CallbackOutcome, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -74,6 +74,67 @@ impl From<ApiError> for Refusal {
             message,
             code: code.as_str(),
         }
+    }
+}
+
+/// Whether PostgreSQL `text` (and `jsonb`) can hold this string: anything but
+/// U+0000. A notification's id, and every string of its event, is checked
+/// before it reaches a query; a signed one that fails is malformed (400), never
+/// a 500 that the platform would deliver again for days.
+pub(crate) fn fits_postgres_text(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+/// Whether every string (keys too) of a JSON value fits PostgreSQL `jsonb`.
+pub(crate) fn json_fits_postgres(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => fits_postgres_text(text),
+        serde_json::Value::Array(items) => items.iter().all(json_fits_postgres),
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .all(|(key, value)| fits_postgres_text(key) && json_fits_postgres(value)),
+        _ => true,
+    }
+}
+
+/// Refuses an event any of whose strings PostgreSQL cannot hold, naming the
+/// fields. Every string of the event is destructured by name, so a field
+/// added to the event cannot be forgotten here.
+pub(crate) fn check_event_text(event: &CallbackEvent) -> Result<(), String> {
+    let CallbackEvent {
+        kind: _,
+        timestamp,
+        data:
+            CallbackData {
+                order_no,
+                amount_cents: _,
+                currency: _,
+                payment_id,
+                merchant_reference,
+                refund_no,
+                refund_id,
+            },
+    } = event;
+    let timestamp = match timestamp {
+        EventTimestamp::Text(text) => Some(text),
+        EventTimestamp::Unix(_) => None,
+    };
+    let unfit: Vec<&str> = [
+        ("timestamp", timestamp),
+        ("order_no", Some(order_no)),
+        ("payment_id", Some(payment_id)),
+        ("merchant_reference", merchant_reference.as_ref()),
+        ("refund_no", refund_no.as_ref()),
+        ("refund_id", refund_id.as_ref()),
+    ]
+    .into_iter()
+    .filter(|(_, text)| text.is_some_and(|text| !fits_postgres_text(text)))
+    .map(|(name, _)| name)
+    .collect();
+    if unfit.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} must not contain U+0000", unfit.join(", ")))
     }
 }
 

@@ -5,9 +5,10 @@
 
 use crate::db::refunds as store;
 use crate::error::ApiError;
-use crate::extract::{AppJson, AppPath};
+use crate::extract::AppJson;
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::openapi::BearerErrors;
+use crate::order_no::OrderNo;
 use crate::state::AppState;
 use api_types::RefundRequester;
 use api_types::api::{CreateRefund, Refund};
@@ -29,7 +30,7 @@ use serde_json::json;
         BearerErrors))]
 pub async fn merchant_create(
     State(state): State<AppState>,
-    AppPath(order_no): AppPath<String>,
+    order_no: OrderNo,
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
@@ -44,7 +45,7 @@ pub async fn merchant_create(
         BearerErrors))]
 pub async fn merchant_list(
     State(state): State<AppState>,
-    AppPath(order_no): AppPath<String>,
+    order_no: OrderNo,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     list(&state, &order_no).await
 }
@@ -61,7 +62,7 @@ pub async fn merchant_list(
         BearerErrors))]
 pub async fn admin_create(
     State(state): State<AppState>,
-    AppPath(order_no): AppPath<String>,
+    order_no: OrderNo,
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
@@ -76,7 +77,7 @@ pub async fn admin_create(
         BearerErrors))]
 pub async fn admin_list(
     State(state): State<AppState>,
-    AppPath(order_no): AppPath<String>,
+    order_no: OrderNo,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     list(&state, &order_no).await
 }
@@ -85,14 +86,14 @@ pub async fn admin_list(
 async fn create(
     state: &AppState,
     requested_by: RefundRequester,
-    order_no: &str,
+    order_no: &OrderNo,
     key: &IdempotencyKey,
     body: &CreateRefund,
 ) -> Result<Response, ApiError> {
     crate::refunds::validate(body)?;
     // The order is part of what the key means: the same key on another order is a reuse.
     let fingerprint = idempotency::fingerprint(&json!({
-        "refund_of": order_no,
+        "refund_of": order_no.as_str(),
         "amount_cents": body.amount_cents,
         "reason": body.reason.trim(),
     }))?;
@@ -102,7 +103,8 @@ async fn create(
         Begun::Replay(answer) => return Ok(answer),
         Begun::Fresh(tx) => tx,
     };
-    let refund = crate::refunds::create_in_tx(&mut tx, order_no, body, requested_by).await?;
+    let refund =
+        crate::refunds::create_in_tx(&mut tx, order_no.as_str(), body, requested_by).await?;
     let answer = idempotency::finish(
         tx,
         scope,
@@ -124,7 +126,8 @@ async fn create(
     Ok(answer)
 }
 
-async fn list(state: &AppState, order_no: &str) -> Result<Json<Vec<Refund>>, ApiError> {
+async fn list(state: &AppState, order_no: &OrderNo) -> Result<Json<Vec<Refund>>, ApiError> {
+    let order_no = order_no.as_str();
     if crate::db::orders::find(&state.db, order_no)
         .await?
         .is_none()
@@ -144,7 +147,7 @@ async fn list(state: &AppState, order_no: &str) -> Result<Json<Vec<Refund>>, Api
 pub async fn shopper_list(
     State(state): State<AppState>,
     signed_in: crate::auth::session::SignedIn,
-    order_no: crate::order_no::OrderNo,
+    order_no: OrderNo,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     crate::db::orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?

@@ -112,12 +112,26 @@ async fn handle(
             format!("not a notification: {err}"),
         )
     })?;
+    if !notify::fits_postgres_text(&notification.id) {
+        // Not even a delivery line can name it: refused, nothing written.
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "the notification id must not contain U+0000",
+        ));
+    }
     let callback_id = notification.id.clone();
     // On the request's span too, so its closing line ("answered", "refused") names it.
     tracing::Span::current().record("callback_id", callback_id.as_str());
     let span = tracing::info_span!("wechatpay_notification", callback_id = %callback_id,
         event_type = notification.event_type.as_str());
-    let event = match span.in_scope(|| decode(&notification, settings)) {
+    let decoded = span
+        .in_scope(|| decode(&notification, settings))
+        .and_then(|event| {
+            notify::check_event_text(&event)
+                .map(|()| event)
+                .map_err(Decoded::Malformed)
+        });
+    let event = match decoded {
         Ok(event) => {
             tracing::Span::current().record("order_no", event.data.order_no.as_str());
             event
@@ -127,6 +141,17 @@ async fn handle(
                 .instrument(span.clone())
                 .await?;
             return Err(Refusal::new(StatusCode::BAD_REQUEST, message));
+        }
+        Err(Decoded::OtherMerchant { order_no, details })
+            if !notify::fits_postgres_text(&order_no) || !notify::json_fits_postgres(&details) =>
+        {
+            record_malformed(state, &callback_id)
+                .instrument(span.clone())
+                .await?;
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "a notification for another merchant, with U+0000 in its strings",
+            ));
         }
         Err(Decoded::OtherMerchant { order_no, details }) => {
             tracing::Span::current().record("order_no", order_no.as_str());

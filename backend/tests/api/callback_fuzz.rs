@@ -317,6 +317,8 @@ fn near_valid_callback(targets: Vec<Target>) -> impl Strategy<Value = String> {
         prop_oneof![
             3 => Just("payment.succeeded".to_owned()),
             2 => Just("payment.failed".to_owned()),
+            1 => Just("refund.succeeded".to_owned()),
+            1 => Just("refund.failed".to_owned()),
             1 => "[a-z._]{0,24}",
         ],
         prop_oneof![
@@ -344,9 +346,24 @@ fn near_valid_callback(targets: Vec<Target>) -> impl Strategy<Value = String> {
         ],
         option::of(0usize..7),
         option::of((0usize..7, json_value())),
+        // For refund events: our refund number and the platform's refund id.
+        option::of(prop_oneof!["ref_[a-z0-9]{1,32}".boxed(), text(40)]),
+        option::of(prop_oneof!["[A-Za-z0-9]{1,32}".boxed(), text(40)]),
     )
         .prop_map(
-            |(target, kind, amount, currency, payment_id, reference, timestamp, drop, retype)| {
+            |(
+                target,
+                kind,
+                amount,
+                currency,
+                payment_id,
+                reference,
+                timestamp,
+                drop,
+                retype,
+                refund_no,
+                refund_id,
+            )| {
                 let real = target.payment.clone().unwrap_or_else(|| {
                     (
                         uuid::Uuid::new_v4().to_string(),
@@ -365,6 +382,12 @@ fn near_valid_callback(targets: Vec<Target>) -> impl Strategy<Value = String> {
                 });
                 if let Some(reference) = reference {
                     data["merchant_reference"] = json!(named(reference, real.0));
+                }
+                if let Some(refund_no) = refund_no {
+                    data["refund_no"] = json!(refund_no);
+                }
+                if let Some(refund_id) = refund_id {
+                    data["refund_id"] = json!(refund_id);
                 }
                 let mut body = json!({"type": kind, "timestamp": timestamp});
                 let fields = [
@@ -658,5 +681,49 @@ async fn a_signed_callback_with_a_nul_in_its_merchant_reference_is_refused_not_a
     }
     assert_eq!(app.balance(&account).await, 10_000);
     assert_eq!(app.held(&account).await, 2_500);
+    app.assert_invariants().await;
+}
+
+/// The same for the strings of a refund event: a signed `refund.succeeded`
+/// whose `refund_no` (or `refund_id`) holds U+0000 once answered 500, which
+/// the platform delivers again for days. Refused as malformed, nothing booked.
+#[tokio::test]
+async fn a_signed_refund_callback_with_a_nul_in_its_refund_no_is_refused_not_a_500() {
+    let app = spawn_quiet_app().await;
+    let (account, order) = app.account_with_order(10_000, 2_500).await;
+    let payment = app.hand_over(&order).await;
+    let paid = app
+        .post_callback(&new_callback_id(), &success_body(&payment))
+        .await;
+    assert_eq!(paid.status(), reqwest::StatusCode::OK);
+    let before = app.snapshot().await;
+    let refunds_before = app.count("refunds").await;
+
+    for (field, value) in [
+        ("refund_no", "ref_\u{0}1"),
+        ("refund_id", "\u{0}"),
+        ("refund_no", "\u{0}"),
+    ] {
+        let mut body: Value = serde_json::from_str(&success_body(&payment)).expect("json");
+        body["type"] = json!("refund.succeeded");
+        body["data"]["amount_cents"] = json!(1_000);
+        body["data"]["refund_no"] = json!("ref_0123");
+        body["data"]["refund_id"] = json!("re_0123");
+        body["data"][field] = json!(value);
+        let response = app
+            .post_callback(&new_callback_id(), &body.to_string())
+            .await;
+
+        assert_eq!(
+            response.status(),
+            reqwest::StatusCode::BAD_REQUEST,
+            "{body}"
+        );
+        let answer: Value = response.json().await.expect("json");
+        assert_eq!(answer["error"]["code"], "BAD_REQUEST", "{body}");
+    }
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.count("refunds").await, refunds_before);
+    assert_eq!(app.balance(&account).await, 7_500);
     app.assert_invariants().await;
 }

@@ -1,12 +1,15 @@
 //! The serve loop's limits, over real TCP: connections that never finish their
-//! headers are closed after the header-read timeout, the connection cap makes
-//! new connections wait instead of piling up, shutdown finishes requests in
-//! flight, and every request carries its peer address as `ConnectInfo`.
+//! headers are closed after the header-read timeout, a client that never reads
+//! its answers is cut after the write-progress timeout, the connection cap
+//! makes new connections wait instead of piling up, one address cannot hold
+//! more than its share, shutdown finishes requests in flight, and every
+//! request carries its peer address as `ConnectInfo`.
 
 use crate::helpers::spawn_app;
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
+use backend::extract::TrustedProxies;
 use backend::serve::{Limits, serve};
 use backend::startup::HEADER_READ_TIMEOUT;
 use futures::future::join_all;
@@ -128,11 +131,17 @@ async fn start(
     (addr, shutdown_tx, server)
 }
 
-const RELAXED: Limits = Limits {
-    header_read_timeout: Duration::from_secs(60),
-    max_connections: 64,
-    shutdown_deadline: Duration::from_secs(30),
-};
+/// Limits no test reaches unless it lowers one.
+fn relaxed() -> Limits {
+    Limits {
+        header_read_timeout: Duration::from_secs(60),
+        write_stall_timeout: Duration::from_secs(60),
+        max_connections: 64,
+        max_connections_per_client: 64,
+        trusted_proxies: TrustedProxies::default(),
+        shutdown_deadline: Duration::from_secs(30),
+    }
+}
 
 /// Sends one complete `GET path` that closes the connection; returns the whole answer.
 async fn raw_get(stream: &mut TcpStream, path: &str) -> String {
@@ -149,7 +158,7 @@ async fn every_request_carries_the_peer_address_as_connect_info() {
         "/peer",
         get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { format!("peer={peer}") }),
     );
-    let (addr, _shutdown, _server) = start(router, RELAXED).await;
+    let (addr, _shutdown, _server) = start(router, relaxed()).await;
 
     for _ in 0..3 {
         let mut stream = TcpStream::connect(addr).await.expect("connects");
@@ -165,7 +174,7 @@ async fn when_every_connection_slot_is_taken_a_new_connection_waits_until_one_fr
     let router = Router::new().route("/", get(|| async { "served" }));
     let limits = Limits {
         max_connections: 2,
-        ..RELAXED
+        ..relaxed()
     };
     let (addr, _shutdown, _server) = start(router, limits).await;
     let first = TcpStream::connect(addr).await.expect("connects");
@@ -204,7 +213,7 @@ async fn shutdown_finishes_requests_in_flight_then_stops_accepting() {
             "finished"
         }),
     );
-    let (addr, shutdown, server) = start(router, RELAXED).await;
+    let (addr, shutdown, server) = start(router, relaxed()).await;
     // An idle connection must not hold the shutdown up.
     let mut idle = TcpStream::connect(addr).await.expect("connects");
     let in_flight = tokio::spawn(async move {
@@ -246,7 +255,7 @@ async fn shutdown_cuts_requests_still_in_flight_at_the_deadline() {
     );
     let limits = Limits {
         shutdown_deadline: Duration::from_millis(500),
-        ..RELAXED
+        ..relaxed()
     };
     let (addr, shutdown, server) = start(router, limits).await;
     let in_flight = tokio::spawn(async move {
@@ -272,4 +281,145 @@ async fn shutdown_cuts_requests_still_in_flight_at_the_deadline() {
         "no longer listening"
     );
     in_flight.abort();
+}
+
+/// A response body far larger than a socket's buffers can hold.
+const LARGE_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+#[tokio::test]
+async fn a_client_that_never_reads_its_answers_is_cut_after_the_write_progress_timeout() {
+    let router = Router::new().route("/big", get(|| async { vec![b'x'; LARGE_BODY_BYTES] }));
+    let limits = Limits {
+        write_stall_timeout: Duration::from_secs(2),
+        ..relaxed()
+    };
+    let (addr, _shutdown, _server) = start(router, limits).await;
+    // A 4 KB receive window, 40 pipelined requests, nothing read.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .set_recv_buffer_size(4096)
+        .expect("small receive buffer");
+    let mut stream = socket.connect(addr).await.expect("connects");
+    let pipelined = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n".repeat(40);
+    stream
+        .write_all(pipelined.as_bytes())
+        .await
+        .expect("writes");
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    // Now read: what the server sent before it gave up, then the close.
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut sink)).await;
+    let elapsed = started.elapsed();
+    assert!(
+        read.is_ok(),
+        "the connection was still open {elapsed:?} after the client stopped reading"
+    );
+    assert!(
+        sink.len() < 2 * LARGE_BODY_BYTES,
+        "{} bytes sent: the server kept writing to a client that did not read",
+        sink.len()
+    );
+    // The server still serves everyone else.
+    let mut other = TcpStream::connect(addr).await.expect("connects");
+    let answer = raw_get(&mut other, "/big").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_reads_slowly_but_steadily_is_not_cut() {
+    let router = Router::new().route("/big", get(|| async { vec![b'x'; LARGE_BODY_BYTES / 4] }));
+    let limits = Limits {
+        write_stall_timeout: Duration::from_secs(2),
+        ..relaxed()
+    };
+    let (addr, _shutdown, _server) = start(router, limits).await;
+    let mut stream = TcpStream::connect(addr).await.expect("connects");
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("writes");
+    // Progress every second, always under the stall timeout; the whole
+    // answer takes longer than the timeout.
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let started = Instant::now();
+    loop {
+        let n = stream.read(&mut buf).await.expect("reads");
+        if n == 0 {
+            break;
+        }
+        received.extend_from_slice(&buf[..n]);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    assert!(
+        started.elapsed() > Duration::from_secs(2),
+        "the answer came too fast to test anything"
+    );
+    let body_at = received
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
+    assert_eq!(
+        received.len() - body_at,
+        LARGE_BODY_BYTES / 4,
+        "the whole answer arrived"
+    );
+}
+
+#[tokio::test]
+async fn one_address_cannot_hold_more_than_its_share_of_the_connections() {
+    let router = Router::new().route("/", get(|| async { "served" }));
+    let limits = Limits {
+        max_connections_per_client: 3,
+        ..relaxed()
+    };
+    let (addr, _shutdown, _server) = start(router.clone(), limits.clone()).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        stream.write_all(UNFINISHED_HEAD).await.expect("writes");
+        held.push(stream);
+    }
+    // Let the server accept and count them.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // The fourth is closed without an answer.
+    let mut fourth = TcpStream::connect(addr).await.expect("connects");
+    let _ = fourth
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await;
+    let closed = read_until_closed(&mut fourth, Instant::now() + Duration::from_secs(5)).await;
+    assert_eq!(
+        closed,
+        Some(Vec::new()),
+        "a fourth connection from one address was served"
+    );
+
+    // One of the three closes: a new one is served again.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = TcpStream::connect(addr).await.expect("connects");
+    assert!(raw_get(&mut again, "/").await.ends_with("served"));
+
+    // A trusted load balancer carries many clients on one address: not capped.
+    let trusted = Limits {
+        trusted_proxies: TrustedProxies::new(&["127.0.0.1".parse().expect("an address")]),
+        ..limits
+    };
+    let (addr, _shutdown, _server) = start(router, trusted).await;
+    let mut streams = Vec::new();
+    for _ in 0..5 {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        stream.write_all(UNFINISHED_HEAD).await.expect("writes");
+        streams.push(stream);
+    }
+    let mut sixth = TcpStream::connect(addr).await.expect("connects");
+    assert!(raw_get(&mut sixth, "/").await.ends_with("served"));
 }

@@ -664,18 +664,33 @@ impl TestApp {
             .expect("held")
     }
 
-    /// Seconds the request token has left in Redis; -2 when it is not there.
+    /// Seconds the request token has left in Redis as a token a pay can still
+    /// take; -2 when it is not there, or only its in-flight marker is (taken).
     pub async fn token_ttl(&self, token: Uuid) -> i64 {
-        let client = redis::Client::open(self.config.redis_url.expose()).expect("redis url");
-        let mut conn = client
-            .get_multiplexed_async_connection()
+        let mut conn = self.redis().await;
+        let key = format!("{}token:{token}", self.config.redis_key_prefix);
+        let value: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
             .await
-            .expect("redis");
+            .expect("get");
+        if value.is_none_or(|value| value.starts_with("inflight:")) {
+            return -2;
+        }
         redis::cmd("TTL")
-            .arg(format!("{}token:{token}", self.config.redis_key_prefix))
+            .arg(&key)
             .query_async(&mut conn)
             .await
             .expect("ttl")
+    }
+
+    /// A connection to the app's Redis.
+    pub async fn redis(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.config.redis_url.expose())
+            .expect("redis url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis")
     }
 
     /// Rows in a table (name from the test code only).

@@ -28,6 +28,7 @@ mod openapi;
 mod ops;
 mod orders;
 mod ownership;
+mod path_params;
 mod pay;
 mod reconcile;
 mod redis_outage;

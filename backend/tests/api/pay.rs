@@ -59,30 +59,225 @@ async fn pay_replays_the_winners_answer_for_the_same_token_at_any_later_time() {
     assert_eq!(app.balance(&account).await, 8_000);
 }
 
+/// What one burst of concurrent submits of one token got back.
+struct Burst {
+    /// Answers without `Idempotent-Replayed` (the token's one winner).
+    fresh: usize,
+    /// Answers replaying the winner's (at once, or after `PAY_IN_PROGRESS`).
+    replayed: usize,
+    /// `PAY_IN_PROGRESS` answers that were retried with the same token.
+    in_progress: usize,
+    /// The payment ids the 202s named.
+    payment_ids: std::collections::HashSet<String>,
+}
+
+/// Sends the same pay `n` times at once, as pages re-sending after a network
+/// drop do: a `409 PAY_IN_PROGRESS` is retried after its `Retry-After` with the
+/// same token. Any other answer fails the test.
+async fn burst_of_submits(
+    app: &crate::helpers::TestApp,
+    order_no: &str,
+    token: Uuid,
+    n: usize,
+) -> Burst {
+    let submits = (0..n).map(|_| async move {
+        let mut waited = 0;
+        loop {
+            let response = app.pay(order_no, token).await;
+            let status = response.status();
+            if status == StatusCode::CONFLICT {
+                let retry_after = response.headers().get("retry-after").cloned();
+                let code = error_code(response).await;
+                assert_eq!(
+                    code, "PAY_IN_PROGRESS",
+                    "a concurrent submit of the same token"
+                );
+                assert_eq!(retry_after.expect("Retry-After"), "1");
+                waited += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            assert_eq!(
+                status,
+                StatusCode::ACCEPTED,
+                "{}",
+                response.text().await.unwrap_or_default()
+            );
+            let replayed = response.headers().get("idempotent-replayed").is_some();
+            let body: Value = response.json().await.expect("json");
+            return (
+                replayed,
+                waited,
+                body["payment_id"].as_str().expect("payment_id").to_owned(),
+            );
+        }
+    });
+    let answers = join_all(submits).await;
+    Burst {
+        fresh: answers.iter().filter(|(replayed, _, _)| !replayed).count(),
+        replayed: answers.iter().filter(|(replayed, _, _)| *replayed).count(),
+        in_progress: answers.iter().map(|(_, waited, _)| waited).sum(),
+        payment_ids: answers.into_iter().map(|(_, _, id)| id).collect(),
+    }
+}
+
 #[tokio::test]
 async fn fifty_concurrent_pays_with_one_token_make_exactly_one_attempt() {
     let app = spawn_app_with(|c| c.sandbox_callback_delay_ms = 300).await;
     let (account, order) = app.account_with_order(10_000, 2_000).await;
     let token = app.request_token(&order.order_no).await;
 
-    let responses = join_all((0..50).map(|_| app.pay(&order.order_no, token))).await;
+    let burst = burst_of_submits(&app, &order.order_no, token, 50).await;
 
-    let mut fresh = 0;
-    for response in responses {
-        match response.status() {
-            StatusCode::ACCEPTED if response.headers().get("idempotent-replayed").is_none() => {
-                fresh += 1
-            }
-            StatusCode::ACCEPTED => {}
-            StatusCode::CONFLICT => assert_eq!(error_code(response).await, "TOKEN_INVALID"),
-            other => panic!("unexpected {other}"),
-        }
-    }
-    assert_eq!(fresh, 1, "exactly one submit wins");
+    assert_eq!(burst.fresh, 1, "exactly one submit wins");
+    assert_eq!(
+        burst.replayed, 49,
+        "every other submit replays the winner's answer"
+    );
+    assert_eq!(burst.payment_ids.len(), 1, "one payment named by all");
     assert_eq!(app.count("payment_attempts").await, 1);
     app.wait_until_final(&order.order_no).await;
     assert_eq!(app.balance(&account).await, 8_000);
     app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn concurrent_submits_of_one_token_are_never_told_the_token_is_invalid() {
+    // A page that re-sends after a network drop, or a double click: 2, 5 and
+    // 50 submits of one token at once, a hundred times each. The first use
+    // charges; every other use must get its answer replayed (after waiting for
+    // the attempt's commit, or after PAY_IN_PROGRESS), never TOKEN_INVALID,
+    // which the page would read as "nothing was charged".
+    let app = spawn_app_without_callbacks().await;
+    let rounds = 100;
+    let sizes = [2, 5, 50];
+    let account = app.create_account(2_000 * 3 * rounds, "EUR").await;
+    let mut in_progress = 0;
+    for n in sizes {
+        for _ in 0..rounds {
+            let order = app.create_order(&account, 2_000).await;
+            let token = app.request_token(&order.order_no).await;
+            let burst = burst_of_submits(&app, &order.order_no, token, n).await;
+            assert_eq!(burst.fresh, 1, "{n} submits: exactly one winner");
+            assert_eq!(burst.replayed, n - 1, "{n} submits: the others replay");
+            assert_eq!(burst.payment_ids.len(), 1, "{n} submits: one payment");
+            in_progress += burst.in_progress;
+        }
+    }
+    let orders = i64::try_from(sizes.len() * rounds as usize).expect("small");
+    assert_eq!(
+        app.count("payment_attempts").await,
+        orders,
+        "one attempt per order"
+    );
+    assert_eq!(
+        app.held(&account).await,
+        2_000 * orders,
+        "each order held once"
+    );
+    println!("{orders} bursts, {in_progress} PAY_IN_PROGRESS answers retried");
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_submit_whose_token_is_in_flight_without_an_attempt_answers_pay_in_progress_and_changes_nothing()
+ {
+    // The submit that took the token died before its commit: its in-flight
+    // marker is all there is. A second submit waits for the attempt, then
+    // says the payment is in progress; it neither charges nor claims the
+    // token is invalid.
+    let app = spawn_app_without_callbacks().await;
+    let (_, order) = app.account_with_order(10_000, 2_000).await;
+    let token = app.request_token(&order.order_no).await;
+    let key = format!("{}token:{token}", app.config.redis_key_prefix);
+    let mut redis = app.redis().await;
+    let binding: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut redis)
+        .await
+        .expect("binding");
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(format!("inflight:{binding}"))
+        .arg("EX")
+        .arg(30)
+        .query_async(&mut redis)
+        .await
+        .expect("marker");
+    let before = app.snapshot().await;
+
+    let started = std::time::Instant::now();
+    let response = app.pay(&order.order_no, token).await;
+
+    assert!(
+        started.elapsed() >= backend::routes::pay::IN_FLIGHT_WAIT,
+        "it waited for the attempt first"
+    );
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(error_code(response).await, "PAY_IN_PROGRESS");
+    assert_eq!(app.snapshot().await, before);
+
+    // The winner gives the token back (a failure on our side) while a
+    // submit waits: the waiting submit takes it and pays.
+    let waiting = app.pay(&order.order_no, token);
+    let give_back = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg(&binding)
+            .arg("EX")
+            .arg(60)
+            .query_async(&mut redis)
+            .await
+            .expect("restore");
+    };
+    let (response, ()) = tokio::join!(waiting, give_back);
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert!(response.headers().get("idempotent-replayed").is_none());
+    assert_eq!(app.count("payment_attempts").await, 1);
+}
+
+#[tokio::test]
+async fn a_submit_refused_by_the_order_releases_the_token_so_a_concurrent_one_is_not_kept_waiting()
+{
+    let app = spawn_app_without_callbacks().await;
+    let (account, order) = app.account_with_order(1_000, 2_000).await;
+    let token = app.request_token(&order.order_no).await;
+    let before = app.snapshot().await;
+
+    let started = std::time::Instant::now();
+    let answers = join_all((0..5).map(|_| app.pay(&order.order_no, token))).await;
+
+    let mut codes = Vec::new();
+    for response in answers {
+        codes.push(error_code(response).await);
+    }
+    assert_eq!(
+        codes
+            .iter()
+            .filter(|code| *code == "INSUFFICIENT_FUNDS")
+            .count(),
+        1,
+        "{codes:?}"
+    );
+    assert!(
+        codes
+            .iter()
+            .all(|code| code == "INSUFFICIENT_FUNDS" || code == "TOKEN_INVALID"),
+        "{codes:?}"
+    );
+    assert!(
+        started.elapsed() < backend::routes::pay::IN_FLIGHT_WAIT,
+        "nobody waited out the in-flight wait for an attempt that will never come"
+    );
+    assert_eq!(
+        app.token_ttl(token).await,
+        -2,
+        "the refused token is used up"
+    );
+    assert_eq!(app.held(&account).await, 0);
+    assert_eq!(app.snapshot().await, before);
 }
 
 #[tokio::test]

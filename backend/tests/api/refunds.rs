@@ -262,6 +262,54 @@ async fn bad_refund_requests_are_refused_and_change_nothing() {
 }
 
 #[tokio::test]
+async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothing() {
+    // refund_reserved_cents + amount once overflowed in SQL: a 500 instead
+    // of REFUND_EXCEEDS_CHARGE.
+    let app = spawn_app().await;
+    let (_, paid) = paid_order(&app, 10_000, 2_500).await;
+    let partial = post_refund(
+        &app,
+        &paid.order_no,
+        Some(&Uuid::new_v4().to_string()),
+        &json!({"amount_cents": 1_000, "reason": "part"}),
+    )
+    .await;
+    assert_eq!(partial.status(), StatusCode::ACCEPTED);
+    wait_until_refunds_settle(&app, &paid.order_no).await;
+    let before = app.snapshot().await;
+    let refunds_before = count(&app, "SELECT count(*) FROM refunds").await;
+    let reserved_before = count(&app, "SELECT refund_reserved_cents FROM orders").await;
+
+    for amount in [i64::MAX, i64::MAX - 999, i64::MAX - 1_000, 1_501] {
+        let response = post_refund(
+            &app,
+            &paid.order_no,
+            Some(&Uuid::new_v4().to_string()),
+            &json!({"amount_cents": amount, "reason": "too much"}),
+        )
+        .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{amount}"
+        );
+        let answer: Value = response.json().await.expect("body");
+        assert_eq!(answer["error"]["code"], "REFUND_EXCEEDS_CHARGE", "{amount}");
+    }
+
+    assert_eq!(app.snapshot().await, before, "nothing changed");
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM refunds").await,
+        refunds_before
+    );
+    assert_eq!(
+        count(&app, "SELECT refund_reserved_cents FROM orders").await,
+        reserved_before
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
 async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_credit() {
     let app = spawn_app().await;
     let (account, order) = paid_order(&app, 10_000, 2_500).await;

@@ -10,8 +10,13 @@
 //!   backend rejected the old one);
 //! - "Pay now" does something only when a token is in hand and nothing is in
 //!   flight, so a double click submits once;
-//! - a pay request that got no answer is repeated with the *same* token on a
-//!   fixed backoff ([`SUBMIT_RETRY_DELAYS_MS`]), which the backend replays;
+//! - a pay request that got no answer (or `PAY_IN_PROGRESS`) is repeated with
+//!   the *same* token on a fixed backoff ([`SUBMIT_RETRY_DELAYS_MS`]), which
+//!   the backend replays;
+//! - a pay request that ended in doubt (the token refused, no answer after
+//!   every re-send, an outage) is followed by reading the order, and the page
+//!   follows the payment the order shows: it never says that nothing was
+//!   charged unless the backend said so of this order;
 //! - after the backend accepts, the order is polled until it is final;
 //! - a final order's refunds are fetched each time the order is read final,
 //!   and listed under the receipt.
@@ -38,8 +43,8 @@ mod view;
 mod tests;
 
 pub use rules::{
-    Effect, Event, MAX_POLLS, POLL_INTERVAL_MS, PayFlow, Phase, SUBMIT_RETRY_DELAYS_MS,
+    Doubt, Effect, Event, MAX_POLLS, POLL_INTERVAL_MS, PayFlow, Phase, SUBMIT_RETRY_DELAYS_MS,
     submit_retry_delay,
 };
-pub use texts::{Notice, SCAN_TO_PAY};
+pub use texts::{CHECKING_ORDER, Notice, SCAN_TO_PAY};
 pub use view::{Outcome, PayButton, PayView, RefundLine, balance_text};

@@ -48,6 +48,16 @@ pub enum Phase {
         /// 0 for the first send, then 1, 2, ... for automatic re-sends.
         retry: u32,
     },
+    /// A pay request ended without the backend saying what became of this
+    /// order's payment (the token was refused, the request kept failing, an
+    /// outage): reading the order before saying anything, because another
+    /// submit of this page may have charged it.
+    Verifying {
+        /// The token last submitted, for "Try again" if the order says nothing.
+        token: Uuid,
+        /// What the pay request ended with.
+        doubt: Doubt,
+    },
     /// The pay request got no usable answer; "Try again" re-sends the same token.
     SubmitStalled {
         /// The token to re-send.
@@ -68,6 +78,20 @@ pub enum Phase {
     /// The backend said the session is gone (401 `UNAUTHENTICATED`): the page
     /// is on its way to the sign-in page, which brings the shopper back here.
     SignedOut,
+}
+
+/// How a pay request ended without an answer about the order's payment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doubt {
+    /// `TOKEN_INVALID`: this token will not pay; if the order has no payment
+    /// either, a fresh token is fetched.
+    TokenRefused,
+    /// No answer, or `PAY_IN_PROGRESS`, through every automatic re-send.
+    NoAnswer,
+    /// The backend or a part of it is down for now (503).
+    Unavailable,
+    /// An answer without a rule of its own.
+    Unexpected,
 }
 
 /// Everything that can happen to the page.
@@ -231,6 +255,17 @@ impl PayFlow {
                 self.submit_failed(token, retry, &err)
             }
 
+            (Phase::Verifying { token, doubt }, Event::OrderFetched(order)) => {
+                self.verified(token, doubt, order)
+            }
+            (Phase::Verifying { token, .. }, Event::OrderFetchFailed(_)) => {
+                // Nothing is known of the order: say so, and keep the token,
+                // whose re-send is replayed if it did pay.
+                self.phase = Phase::SubmitStalled { token };
+                self.notice = Some(Notice::SubmitStalled);
+                vec![]
+            }
+
             (Phase::Processing { polls }, Event::OrderFetched(order)) => {
                 let done = order.status.is_final();
                 self.order = Some(order);
@@ -289,39 +324,92 @@ impl PayFlow {
         vec![Effect::FetchOrder { delay_ms: 0 }]
     }
 
+    /// A pay request failed. Only a refusal about this order (insufficient
+    /// funds, not payable) is taken at its word; every other failure is a
+    /// doubt, settled by re-sending the same token (no answer, or another
+    /// submit of it still being recorded) or by reading the order: the page
+    /// never says nothing was charged unless the backend said so of this order.
     fn submit_failed(&mut self, token: Uuid, retry: u32, err: &ApiError) -> Vec<Effect> {
-        if err.is_transport_failure() {
-            // The request may or may not have reached the backend: send the very
-            // same token again, which the backend answers by replaying.
+        let in_progress = err.code() == Some(ErrorCode::PayInProgress);
+        if err.is_transport_failure() || in_progress {
+            // The request may or may not have reached the backend (or another
+            // submit of the token is being recorded): send the very same token
+            // again, which the backend answers by replaying.
             let next = retry + 1;
             return match submit_retry_delay(next) {
                 Some(delay_ms) => {
-                    self.notice = Some(Notice::Retrying);
+                    let delay_ms = if in_progress {
+                        delay_ms.max(retry_after_ms(err))
+                    } else {
+                        delay_ms
+                    };
+                    self.notice = Some(if in_progress {
+                        Notice::BeingRecorded
+                    } else {
+                        Notice::Retrying
+                    });
                     self.phase = Phase::Submitting { token, retry: next };
                     vec![Effect::Submit { token, delay_ms }]
                 }
-                None => {
-                    self.notice = Some(Notice::SubmitStalled);
-                    self.phase = Phase::SubmitStalled { token };
-                    vec![]
-                }
+                None => self.verify(token, Doubt::NoAnswer),
             };
         }
         match err.code() {
-            Some(ErrorCode::TokenInvalid) => {
-                let effects = self.request_token();
-                self.notice = Some(Notice::TokenRenewed);
-                effects
-            }
+            Some(ErrorCode::TokenInvalid) => self.verify(token, Doubt::TokenRefused),
             Some(ErrorCode::OrderNotPayable) => self.reload_order(Some(Notice::AlreadySettled)),
             Some(ErrorCode::InsufficientFunds) => {
                 self.phase = Phase::Declined;
                 self.notice = Some(Notice::InsufficientFunds);
                 vec![]
             }
-            _ => {
+            _ if err.is_unavailable() => self.verify(token, Doubt::Unavailable),
+            _ => self.verify(token, Doubt::Unexpected),
+        }
+    }
+
+    /// Reads the order before saying anything about a pay that ended in doubt.
+    fn verify(&mut self, token: Uuid, doubt: Doubt) -> Vec<Effect> {
+        self.phase = Phase::Verifying { token, doubt };
+        self.notice = None;
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    }
+
+    /// The order as read after a doubt: a payment it has is followed to its
+    /// end; only an order without one lets the page say nothing was charged.
+    fn verified(&mut self, token: Uuid, doubt: Doubt, order: Order) -> Vec<Effect> {
+        let status = order.status;
+        let paying = order.payment_status.is_some();
+        self.order = Some(order);
+        if status.is_final() {
+            self.notice = None;
+            return self.settled();
+        }
+        if paying {
+            self.notice = None;
+            self.phase = Phase::Processing { polls: 0 };
+            return vec![Effect::FetchOrder {
+                delay_ms: POLL_INTERVAL_MS,
+            }];
+        }
+        match doubt {
+            Doubt::TokenRefused => {
+                let effects = self.request_token();
+                self.notice = Some(Notice::TokenRenewed);
+                effects
+            }
+            Doubt::NoAnswer => {
                 self.phase = Phase::SubmitStalled { token };
-                self.notice = Some(problem_notice(err));
+                self.notice = Some(Notice::SubmitStalled);
+                vec![]
+            }
+            Doubt::Unavailable => {
+                self.phase = Phase::SubmitStalled { token };
+                self.notice = Some(Notice::ServiceUnavailable);
+                vec![]
+            }
+            Doubt::Unexpected => {
+                self.phase = Phase::SubmitStalled { token };
+                self.notice = Some(Notice::Unexpected);
                 vec![]
             }
         }
@@ -339,6 +427,17 @@ impl PayFlow {
                 delay_ms: POLL_INTERVAL_MS,
             }]
         }
+    }
+}
+
+/// The wait a `Retry-After` asked for, in milliseconds (a second when absent).
+fn retry_after_ms(err: &ApiError) -> u32 {
+    match err {
+        ApiError::Server {
+            retry_after_secs: Some(secs),
+            ..
+        } => secs.saturating_mul(1_000).min(10_000),
+        _ => 1_000,
     }
 }
 

@@ -27,6 +27,8 @@ pub const PREPARING_PAYMENT: &str = "Preparing a secure payment\u{2026}";
 pub const SENDING_PAYMENT: &str = "Sending your payment\u{2026}";
 /// Progress while the same pay request is re-sent after getting no answer.
 pub const SENDING_PAYMENT_AGAIN: &str = "Sending your payment again\u{2026}";
+/// Progress while the order is read after a pay request ended in doubt.
+pub const CHECKING_ORDER: &str = "Checking what became of your payment\u{2026}";
 /// Progress while the accepted payment is polled until final.
 pub const WAITING_FOR_BANK: &str = "Waiting for the bank to confirm\u{2026}";
 /// Progress while the payment's hand-over had no answer and the platform is
@@ -78,12 +80,15 @@ pub enum Notice {
     ServiceUnavailable,
     /// The page could not reach the server.
     Offline,
-    /// The old token was refused; a new one is ready. Nothing was charged.
+    /// The old token was refused and the order, read after it, has no
+    /// payment; a new token is ready. Nothing was charged.
     TokenRenewed,
     /// The balance does not cover the order.
     InsufficientFunds,
     /// Re-sending the same pay request because the last one got no answer.
     Retrying,
+    /// Another submit of the same payment is still being recorded; sending it again shortly.
+    BeingRecorded,
     /// The pay request kept failing; pressing "Try again" is safe.
     SubmitStalled,
     /// The order was already settled by another tab or an earlier attempt.
@@ -117,6 +122,9 @@ impl Notice {
             Self::Retrying => {
                 "The connection is unstable; still trying to send your payment\u{2026}"
             }
+            Self::BeingRecorded => {
+                "Your payment is being recorded\u{2026} You will be charged at most once."
+            }
             Self::SubmitStalled => {
                 "We could not confirm that your payment was sent. Pressing \u{201c}Try again\u{201d} is safe: you will be charged at most once."
             }
@@ -141,6 +149,7 @@ impl Notice {
             Self::TokenRenewed => "token-renewed",
             Self::InsufficientFunds => "insufficient-funds",
             Self::Retrying => "retrying",
+            Self::BeingRecorded => "being-recorded",
             Self::SubmitStalled => "submit-stalled",
             Self::AlreadySettled => "already-settled",
             Self::Slow => "slow",
@@ -153,7 +162,11 @@ impl Notice {
     pub fn is_problem(self) -> bool {
         !matches!(
             self,
-            Self::Retrying | Self::AlreadySettled | Self::Slow | Self::SignedOut
+            Self::Retrying
+                | Self::BeingRecorded
+                | Self::AlreadySettled
+                | Self::Slow
+                | Self::SignedOut
         )
     }
 }

@@ -26,7 +26,7 @@ impl PayFlow {
                 label: texts::PAY_NOW,
                 busy: false,
             }),
-            Phase::Submitting { .. } => Some(PayButton {
+            Phase::Submitting { .. } | Phase::Verifying { .. } => Some(PayButton {
                 enabled: false,
                 label: texts::PAYING,
                 busy: true,
@@ -45,6 +45,7 @@ impl PayFlow {
             Phase::FetchingToken => Some(texts::PREPARING_PAYMENT),
             Phase::Submitting { retry: 0, .. } => Some(texts::SENDING_PAYMENT),
             Phase::Submitting { .. } => Some(texts::SENDING_PAYMENT_AGAIN),
+            Phase::Verifying { .. } => Some(texts::CHECKING_ORDER),
             Phase::Processing { .. }
                 if self.order.as_ref().and_then(|order| order.payment_status)
                     == Some(AttemptStatus::Unknown) =>

@@ -4,10 +4,10 @@
 use super::{accepted, network, order, ready, refund, server_error, token};
 use crate::api::ApiError;
 use crate::flow::{
-    Effect, Event, MAX_POLLS, Notice, Outcome, POLL_INTERVAL_MS, PayButton, PayFlow, Phase,
+    Doubt, Effect, Event, MAX_POLLS, Notice, Outcome, POLL_INTERVAL_MS, PayButton, PayFlow, Phase,
     SUBMIT_RETRY_DELAYS_MS, submit_retry_delay,
 };
-use api_types::{ErrorCode, OrderStatus, RefundRequester, RefundStatus};
+use api_types::{AttemptStatus, ErrorBody, ErrorCode, OrderStatus, RefundRequester, RefundStatus};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -154,7 +154,19 @@ fn a_network_failure_resends_the_same_token_with_backoff_then_stalls() {
         );
         assert_eq!(flow.notice, Some(Notice::Retrying));
     }
-    assert!(flow.apply(Event::PayFailed(network())).is_empty());
+    // After the last re-send the page reads the order before saying anything.
+    assert_eq!(
+        flow.apply(Event::PayFailed(network())),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+    assert_eq!(
+        flow.phase,
+        Phase::Verifying {
+            token,
+            doubt: Doubt::NoAnswer
+        }
+    );
+    assert!(flow.apply(Event::OrderFetchFailed(network())).is_empty());
     assert_eq!(flow.phase, Phase::SubmitStalled { token });
     assert_eq!(flow.notice, Some(Notice::SubmitStalled));
     assert_eq!(flow.view().retry_label, Some("Try again"));
@@ -179,6 +191,11 @@ fn a_refused_token_gets_exactly_one_fresh_token_and_the_shopper_presses_again() 
     let mut flow = ready();
     flow.apply(Event::PayPressed);
     let effects = flow.apply(Event::PayFailed(server_error(409, ErrorCode::TokenInvalid)));
+    // The order is read first: only an order without a payment lets the page
+    // say that nothing was charged.
+    assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }]);
+    assert_eq!(flow.notice, None);
+    let effects = flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
     assert_eq!(effects, vec![Effect::IssueToken]);
     assert_eq!(flow.notice, Some(Notice::TokenRenewed));
     assert!(
@@ -213,10 +230,18 @@ fn a_token_store_outage_shows_a_message_and_a_retry_button() {
     assert_eq!(flow.apply(Event::RetryPressed), vec![Effect::IssueToken]);
     assert_eq!(flow.notice, None);
 
-    // The same outage while paying keeps the token for "Try again".
+    // The same outage while paying keeps the token for "Try again", once the
+    // order, read first, shows no payment.
     let mut flow = ready();
     flow.apply(Event::PayPressed);
-    assert!(flow.apply(Event::PayFailed(down)).is_empty());
+    assert_eq!(
+        flow.apply(Event::PayFailed(down)),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+    assert!(
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending)))
+            .is_empty()
+    );
     assert_eq!(
         flow.phase,
         Phase::SubmitStalled {
@@ -441,4 +466,133 @@ fn refunds_that_cannot_be_read_leave_the_receipt_without_a_list() {
         vec![Effect::SignIn]
     );
     assert_eq!(flow.phase, Phase::SignedOut);
+}
+
+/// An order with a payment under way, as the backend shows it.
+fn being_paid() -> api_types::api::Order {
+    let mut order = order(OrderStatus::Pending);
+    order.payment_status = Some(AttemptStatus::Submitted);
+    order
+}
+
+#[test]
+fn a_refused_token_on_an_order_being_paid_follows_that_payment_to_its_receipt() {
+    // A double submit: another request of this page charged the order, and
+    // this one was told the token is used. The page must show PAID, never
+    // "nothing was charged".
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    assert_eq!(
+        flow.apply(Event::PayFailed(server_error(409, ErrorCode::TokenInvalid))),
+        vec![Effect::FetchOrder { delay_ms: 0 }]
+    );
+    assert_eq!(flow.view().progress, Some(crate::flow::CHECKING_ORDER));
+    assert_eq!(
+        flow.apply(Event::OrderFetched(being_paid())),
+        vec![Effect::FetchOrder {
+            delay_ms: POLL_INTERVAL_MS
+        }]
+    );
+    assert_eq!(flow.phase, Phase::Processing { polls: 0 });
+    assert_eq!(flow.notice, None);
+    assert_eq!(
+        flow.tokens_requested, 1,
+        "no fresh token for an order being paid"
+    );
+    flow.apply(Event::OrderFetched(order(OrderStatus::Paid)));
+    assert_eq!(flow.phase, Phase::Done);
+    assert!(matches!(flow.view().outcome, Some(Outcome::Paid { .. })));
+
+    // Read already paid: straight to the receipt.
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayFailed(server_error(409, ErrorCode::TokenInvalid)));
+    flow.apply(Event::OrderFetched(order(OrderStatus::Paid)));
+    assert_eq!(flow.phase, Phase::Done);
+    assert_eq!(flow.notice, None);
+}
+
+#[test]
+fn pay_in_progress_resends_the_same_token_after_retry_after_and_takes_the_replay() {
+    let mut flow = ready();
+    let token = Uuid::from_u128(1);
+    flow.apply(Event::PayPressed);
+    let in_progress = ApiError::Server {
+        status: 409,
+        body: ErrorBody::new(ErrorCode::PayInProgress, "x"),
+        retry_after_secs: Some(2),
+    };
+    assert_eq!(
+        flow.apply(Event::PayFailed(in_progress)),
+        vec![Effect::Submit {
+            token,
+            delay_ms: 2_000
+        }]
+    );
+    assert_eq!(flow.notice, Some(Notice::BeingRecorded));
+    assert!(!Notice::BeingRecorded.is_problem());
+    assert_eq!(
+        flow.apply(Event::PayAccepted(accepted())),
+        vec![Effect::FetchOrder {
+            delay_ms: POLL_INTERVAL_MS
+        }]
+    );
+    assert_eq!(flow.tokens_requested, 1);
+
+    // Still in progress through every re-send: the order is read, not guessed.
+    let mut flow = ready();
+    flow.apply(Event::PayPressed);
+    let mut effects = Vec::new();
+    for _ in 0..=SUBMIT_RETRY_DELAYS_MS.len() {
+        effects = flow.apply(Event::PayFailed(server_error(
+            409,
+            ErrorCode::PayInProgress,
+        )));
+    }
+    assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }]);
+    flow.apply(Event::OrderFetched(being_paid()));
+    assert_eq!(flow.phase, Phase::Processing { polls: 0 });
+}
+
+#[test]
+fn no_failed_pay_request_says_nothing_was_charged_before_the_order_was_read() {
+    // Every answer a pay request can fail with, and no answer at all: the
+    // only failures the page may take at their word are the backend's refusals
+    // of this order's payment.
+    let mut failures: Vec<ApiError> = ErrorCode::ALL
+        .into_iter()
+        .flat_map(|code| [409, 422, 500, 503].map(|status| server_error(status, code)))
+        .collect();
+    failures.extend([
+        network(),
+        ApiError::Http { status: 502 },
+        ApiError::Http { status: 500 },
+    ]);
+    for err in failures {
+        let mut flow = ready();
+        flow.apply(Event::PayPressed);
+        let mut effects = flow.apply(Event::PayFailed(err.clone()));
+        // Automatic re-sends fail the same way.
+        while matches!(flow.phase, Phase::Submitting { .. }) {
+            effects = flow.apply(Event::PayFailed(err.clone()));
+        }
+        let refused = matches!(
+            err.code(),
+            Some(ErrorCode::InsufficientFunds | ErrorCode::Unauthenticated)
+        );
+        let says_nothing_charged = flow
+            .notice
+            .is_some_and(|n| n.text().to_lowercase().contains("nothing was charged"));
+        assert!(
+            refused || !says_nothing_charged,
+            "{err:?}: the page said nothing was charged without reading the order"
+        );
+        // And read as being paid, the order is followed, whatever the failure said.
+        if matches!(flow.phase, Phase::Verifying { .. }) {
+            assert_eq!(effects, vec![Effect::FetchOrder { delay_ms: 0 }], "{err:?}");
+            flow.apply(Event::OrderFetched(being_paid()));
+            assert_eq!(flow.phase, Phase::Processing { polls: 0 }, "{err:?}");
+            assert_eq!(flow.notice, None, "{err:?}");
+        }
+    }
 }

@@ -229,6 +229,8 @@ impl Browser {
 #[derive(Debug)]
 struct NetworkConditions {
     offline: bool,
+    /// Added to every request's round trip, in milliseconds.
+    latency_ms: u64,
 }
 
 impl fantoccini::wd::WebDriverCompatibleCommand for NetworkConditions {
@@ -247,7 +249,7 @@ impl fantoccini::wd::WebDriverCompatibleCommand for NetworkConditions {
         let body = json!({
             "network_conditions": {
                 "offline": self.offline,
-                "latency": 0,
+                "latency": self.latency_ms,
                 "download_throughput": -1,
                 "upload_throughput": -1,
             }
@@ -868,7 +870,21 @@ impl TestApp {
     /// Cuts the page off the network (Chromium's network emulation), or restores it.
     pub async fn set_offline(&self, offline: bool) {
         self.client()
-            .issue_cmd(NetworkConditions { offline })
+            .issue_cmd(NetworkConditions {
+                offline,
+                latency_ms: 0,
+            })
+            .await
+            .expect("chromedriver emulates network conditions");
+    }
+
+    /// Slows the page's network: every round trip takes `latency_ms` more.
+    pub async fn set_latency(&self, latency_ms: u64) {
+        self.client()
+            .issue_cmd(NetworkConditions {
+                offline: false,
+                latency_ms,
+            })
             .await
             .expect("chromedriver emulates network conditions");
     }

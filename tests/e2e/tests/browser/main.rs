@@ -8,6 +8,7 @@
 //! balances.
 
 mod csp;
+mod double_submit;
 mod expired_token;
 mod helpers;
 mod many_clicks;
