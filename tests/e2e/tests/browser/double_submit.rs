@@ -8,8 +8,6 @@
 //! order, read from the backend, shows no payment.
 
 use crate::helpers::{TestApp, spawn_app};
-use fantoccini::Locator;
-use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
 
 /// Records every text the payment page's notice shows (`window.__notices`),
 /// so a notice shown for a moment is seen too.
@@ -58,38 +56,6 @@ const MISLEADING_FIRST_ANSWER: &str = "
     };
     return null;";
 
-/// A real double click on "Pay now", as the browser's input system delivers it.
-async fn double_click_pay_now(app: &TestApp) {
-    let button = app
-        .client()
-        .find(Locator::Id("pay-button"))
-        .await
-        .expect("the pay button");
-    let double_click = MouseActions::new("mouse".into())
-        .then(PointerAction::MoveToElement {
-            element: button,
-            duration: None,
-            x: 0.0,
-            y: 0.0,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Up {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Up {
-            button: MOUSE_BUTTON_LEFT,
-        });
-    app.client()
-        .perform_actions(double_click)
-        .await
-        .expect("the double click is performed");
-}
-
 /// The notices the page showed, none of which may say nothing was charged.
 async fn assert_never_said_nothing_was_charged(app: &TestApp) {
     let notices = app.js("return window.__notices;").await;
@@ -111,7 +77,7 @@ async fn a_duplicated_submit_on_a_slow_network_shows_paid_and_never_nothing_was_
     app.js(DUPLICATE_PAY_REQUESTS).await;
     app.set_latency(300).await;
 
-    double_click_pay_now(&app).await;
+    app.double_click("pay-button").await;
 
     app.wait_for_status("PAID").await;
     app.assert_charged_once(&order).await;
@@ -136,7 +102,7 @@ async fn a_refused_token_for_a_request_that_paid_is_checked_against_the_order_an
     app.js(MISLEADING_FIRST_ANSWER).await;
     app.set_latency(300).await;
 
-    double_click_pay_now(&app).await;
+    app.double_click("pay-button").await;
 
     app.wait_for_status("PAID").await;
     app.assert_charged_once(&order).await;

@@ -811,6 +811,40 @@ impl TestApp {
             .unwrap_or_else(|err| panic!("#{id} can be clicked: {err}"));
     }
 
+    /// A real double click on the element with this id, as the browser's
+    /// input system delivers it (two presses and releases of the mouse).
+    pub async fn double_click(&self, id: &str) {
+        use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
+        let element = self
+            .client()
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|err| panic!("#{id} is on the page: {err}"));
+        let double_click = MouseActions::new("mouse".into())
+            .then(PointerAction::MoveToElement {
+                element,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        self.client()
+            .perform_actions(double_click)
+            .await
+            .expect("the double click is performed");
+    }
+
     /// Waits until `#status` says `status` (`PENDING`, `PAID`, `FAILED`).
     pub async fn wait_for_status(&self, status: &str) {
         self.eventually(&format!("#status to say {status}"), || async {

@@ -1,8 +1,6 @@
 //! Impatient shoppers: however often "Pay now" is pressed, one attempt, one charge.
 
 use crate::helpers::spawn_app;
-use fantoccini::Locator;
-use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_double_click_on_pay_now_pays_once() {
@@ -11,34 +9,7 @@ async fn a_double_click_on_pay_now_pays_once() {
     app.open_pay_page(&order.order_no).await;
 
     // Act: a real double click, as the browser's input system delivers it.
-    let button = app
-        .client()
-        .find(Locator::Id("pay-button"))
-        .await
-        .expect("the pay button");
-    let double_click = MouseActions::new("mouse".into())
-        .then(PointerAction::MoveToElement {
-            element: button,
-            duration: None,
-            x: 0.0,
-            y: 0.0,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Up {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Down {
-            button: MOUSE_BUTTON_LEFT,
-        })
-        .then(PointerAction::Up {
-            button: MOUSE_BUTTON_LEFT,
-        });
-    app.client()
-        .perform_actions(double_click)
-        .await
-        .expect("the double click is performed");
+    app.double_click("pay-button").await;
 
     // Assert
     app.wait_for_status("PAID").await;
