@@ -41,10 +41,12 @@ check_budget() {
     fi
 }
 
-echo "==> trunk build --release (the payment page, dist/)"
-trunk build --release
+# --dist: the Trunk.toml files point `trunk serve` at target/, away from dist/.
+# Absolute, because Trunk reads a relative --dist from the config file's folder.
+echo "==> trunk build --release --dist dist (the payment page, dist/)"
+trunk build --release --dist "$PWD/dist"
 check_budget dist "${MAX_WASM_GZIP_KIB:-150}"
 
-echo "==> trunk build --release --config ops-console/Trunk.toml (the operator console, dist/ops/)"
-trunk build --release --config ops-console/Trunk.toml
+echo "==> trunk build --release --config ops-console/Trunk.toml --dist "$PWD/dist/ops" (the operator console, dist/ops/)"
+trunk build --release --config ops-console/Trunk.toml --dist "$PWD/dist/ops"
 check_budget dist/ops "${MAX_OPS_WASM_GZIP_KIB:-400}"

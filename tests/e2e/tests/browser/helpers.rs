@@ -118,12 +118,18 @@ fn wait_for_port(port: u16, what: &str) {
 
 /// A child process in its own process group; the whole group is killed on drop
 /// (chromedriver's Chromium processes included).
-struct GroupChild(Child);
+pub struct GroupChild(Child);
 
 impl GroupChild {
-    fn spawn(command: &mut Command) -> std::io::Result<Self> {
+    /// Starts `command` as the leader of a new process group.
+    pub fn spawn(command: &mut Command) -> std::io::Result<Self> {
         use std::os::unix::process::CommandExt;
         command.process_group(0).spawn().map(Self)
+    }
+
+    /// Whether the child has exited already.
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(Some(_)))
     }
 
     fn kill(&mut self) {

@@ -22,3 +22,4 @@ mod refunds;
 mod reload_in_flight;
 mod sign_in;
 mod sign_out;
+mod trunk_serve;
