@@ -186,6 +186,10 @@ impl Application {
             merchant_api_key: config.merchant_api_key.clone().map(Arc::new),
             platform,
             demo: config.demo,
+            operator_sessions: session::OperatorSessions::new(
+                config.admin_token.as_ref(),
+                Duration::from_secs(config.ops_session_max_secs),
+            ),
             demo_shoppers: Arc::new(demo_shoppers),
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),

@@ -45,6 +45,9 @@ pub struct Handles {
     pub webhook: CallbackSecret,
     /// Bearer token of the admin API; `None` switches it off.
     pub admin_token: Option<Arc<SecretString>>,
+    /// What an operator session must match: the admin token's fingerprint and
+    /// its absolute lifetime.
+    pub operator_sessions: crate::auth::session::OperatorSessions,
     /// Bearer key of the merchant API; `None` switches it off.
     pub merchant_api_key: Option<Arc<SecretString>>,
     /// The payment platform.
