@@ -52,9 +52,10 @@ pub struct Handles {
     pub merchant_api_key: Option<Arc<SecretString>>,
     /// The payment platform.
     pub platform: Platform,
-    /// Demo mode is on.
-    pub demo: bool,
-    /// The demo shoppers' sign-in details (sandbox demo mode only).
+    /// Demo shoppers may sign in: demo mode is on and no money moves
+    /// ([`crate::routes::demo::shoppers_allowed`], the rule that makes them).
+    pub demo_shoppers_allowed: bool,
+    /// The demo shoppers' sign-in details (empty unless `demo_shoppers_allowed`).
     pub demo_shoppers: Arc<Vec<DemoShopper>>,
     /// Rate limits.
     pub limits: Limits,

@@ -357,13 +357,14 @@ impl FromRequestParts<AppState> for SignedIn {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
-        // A demo shopper's session dies with demo mode.
+        // A demo shopper's session dies when demo shoppers may no longer sign
+        // in (demo mode off, or a platform that moves money): one rule for both.
         let demo = session
             .get::<bool>(DEMO_KEY)
             .await
             .map_err(store_error)?
             .unwrap_or(false);
-        if demo && !state.demo {
+        if demo && !state.demo_shoppers_allowed {
             return Err(ApiError::Unauthenticated);
         }
         keep_alive(&session).await?;
@@ -405,7 +406,6 @@ impl FromRequestParts<AppState> for Operator {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
-        keep_alive(&session).await?;
         let fingerprint = session
             .get::<String>(ADMIN_TOKEN_KEY)
             .await
@@ -421,6 +421,7 @@ impl FromRequestParts<AppState> for Operator {
         {
             return Err(ApiError::Unauthenticated);
         }
+        keep_alive(&session).await?;
         Ok(Self { name, session })
     }
 }

@@ -53,8 +53,9 @@ pub async fn sign_in(
     let password = SecretString::from(body.password);
     let verified = passwords::verify(slot, password, stored).await?;
     match found {
-        // A demo shopper's password is public: usable only while demo mode is on.
-        Some(credentials) if verified && (!credentials.demo || state.demo) => {
+        // A demo shopper's password is public: usable only while the rule that
+        // makes demo shoppers holds (demo mode on, no money moving).
+        Some(credentials) if verified && (!credentials.demo || state.demo_shoppers_allowed) => {
             session::sign_in(&session, credentials.shopper_id, credentials.demo).await?;
             tracing::info!(shopper_id = %credentials.shopper_id, "shopper signed in");
             Ok(Json(SessionInfo {
