@@ -108,8 +108,10 @@ pub struct CreateShopper {
         schema(pattern = "^[^@\\s]+@[^@\\s]+$", max_length = 254)
     )]
     pub email: String,
-    /// At least 12 characters; stored only as an argon2id hash.
-    #[cfg_attr(feature = "openapi", schema(min_length = 12, max_length = 256))]
+    /// 15 to 256 characters of any kind, not a common or breached password
+    /// nor one made from the email or the product's name (else 400
+    /// `BAD_REQUEST` saying why); stored only as an argon2id hash.
+    #[cfg_attr(feature = "openapi", schema(min_length = 15, max_length = 256))]
     pub password: String,
     /// Opening balance of the shopper's account, in minor units; not negative.
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]

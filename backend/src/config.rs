@@ -230,6 +230,11 @@ pub struct Config {
     #[arg(long, env = env::SESSION_IDLE_SECS, default_value_t = 43_200)]
     pub session_idle_secs: u64,
 
+    /// An operator's console session ends this many seconds after sign-in,
+    /// however busy (and, like any session, after SESSION_IDLE_SECS idle).
+    #[arg(long, env = env::OPS_SESSION_MAX_SECS, default_value_t = 28_800)]
+    pub ops_session_max_secs: u64,
+
     /// Rate limits (0 switches one off); see `crate::limits` for what each counts.
     #[command(flatten)]
     pub limits: crate::limits::LimitsConfig,
@@ -383,6 +388,7 @@ impl Default for Config {
             notify_base_url: None,
             cookie_secure: false,
             session_idle_secs: 43_200,
+            ops_session_max_secs: 28_800,
             limits: crate::limits::LimitsConfig::default(),
             wechatpay: WechatPayConfig::default(),
             alipay: AlipayConfig::default(),

@@ -74,6 +74,8 @@ pub const NOTIFY_BASE_URL: &str = "NOTIFY_BASE_URL";
 pub const COOKIE_SECURE: &str = "COOKIE_SECURE";
 /// Idle seconds before a shopper's session ends.
 pub const SESSION_IDLE_SECS: &str = "SESSION_IDLE_SECS";
+/// Seconds after sign-in before an operator's session ends, however busy.
+pub const OPS_SESSION_MAX_SECS: &str = "OPS_SESSION_MAX_SECS";
 /// Failed sign-ins per client IP per minute.
 pub const RATE_LIMIT_SIGNIN_FAILURES_PER_IP: &str = "RATE_LIMIT_SIGNIN_FAILURES_PER_IP";
 /// Failed sign-ins per email per minute.
@@ -150,6 +152,7 @@ pub const ALL: &[&str] = &[
     NOTIFY_BASE_URL,
     COOKIE_SECURE,
     SESSION_IDLE_SECS,
+    OPS_SESSION_MAX_SECS,
     RATE_LIMIT_SIGNIN_FAILURES_PER_IP,
     RATE_LIMIT_SIGNIN_FAILURES_PER_EMAIL,
     RATE_LIMIT_AUTH_FAILURES_PER_IP,

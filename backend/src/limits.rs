@@ -78,7 +78,8 @@ impl LimitsConfig {
 pub struct Limits {
     /// Failed sign-ins per client IP.
     pub signin_ip: FailureLimiter<IpAddr>,
-    /// Failed sign-ins per (lower-cased) email.
+    /// Failed sign-ins per email, keyed as the shopper look-up compares
+    /// emails (PostgreSQL's `lower()`, `db::shoppers::SignInLookup`).
     pub signin_email: FailureLimiter<String>,
     /// Failed admin or merchant authentications per client IP.
     pub auth_ip: FailureLimiter<IpAddr>,

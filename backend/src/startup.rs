@@ -161,10 +161,13 @@ impl Application {
             );
         }
 
+        // The one rule for demo shoppers: made here, and signing in or keeping a
+        // session (auth::session) only while it holds.
+        let demo_shoppers_allowed = routes::demo::shoppers_allowed(config.demo, &settled.platform);
         let demo_shoppers = if config.demo {
             let currency = routes::demo::currency_for(settled.platform.kind());
             routes::demo::seed_products(&db, currency).await?;
-            if settled.platform.is_simulated() {
+            if demo_shoppers_allowed {
                 routes::demo::seed_shoppers(&db, currency).await?
             } else {
                 Vec::new()
@@ -192,9 +195,13 @@ impl Application {
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
+            operator_sessions: session::OperatorSessions::new(
+                config.admin_token.as_ref(),
+                Duration::from_secs(config.ops_session_max_secs),
+            ),
             merchant_api_key: config.merchant_api_key.clone().map(Arc::new),
             platform,
-            demo: config.demo,
+            demo_shoppers_allowed,
             demo_shoppers: Arc::new(demo_shoppers),
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),

@@ -45,13 +45,17 @@ pub struct Handles {
     pub webhook: CallbackSecret,
     /// Bearer token of the admin API; `None` switches it off.
     pub admin_token: Option<Arc<SecretString>>,
+    /// What an operator session must match: the admin token's fingerprint and
+    /// its absolute lifetime.
+    pub operator_sessions: crate::auth::session::OperatorSessions,
     /// Bearer key of the merchant API; `None` switches it off.
     pub merchant_api_key: Option<Arc<SecretString>>,
     /// The payment platform.
     pub platform: Platform,
-    /// Demo mode is on.
-    pub demo: bool,
-    /// The demo shoppers' sign-in details (sandbox demo mode only).
+    /// Demo shoppers may sign in: demo mode is on and no money moves
+    /// ([`crate::routes::demo::shoppers_allowed`], the rule that makes them).
+    pub demo_shoppers_allowed: bool,
+    /// The demo shoppers' sign-in details (empty unless `demo_shoppers_allowed`).
     pub demo_shoppers: Arc<Vec<DemoShopper>>,
     /// Rate limits.
     pub limits: Limits,

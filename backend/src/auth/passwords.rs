@@ -33,10 +33,24 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Shortest password a shopper may be given.
-pub const MIN_PASSWORD_CHARS: usize = 12;
+/// Shortest password a shopper may be given: NIST SP 800-63B-4's minimum for
+/// a password that is the only factor, as a shopper's is.
+pub const MIN_PASSWORD_CHARS: usize = 15;
 /// Longest password accepted (hashing cost grows with it).
 pub const MAX_PASSWORD_CHARS: usize = 256;
+/// The zxcvbn score a new password needs: its top one, more than 10^10
+/// guesses even with its lists of common and breached passwords, words and
+/// names, the email and the product's name to guess from ([`check_new`]).
+/// Score 3 (10^8) let through `P@ssw0rd2024!!!!` and the email's local part
+/// with `1234` added; a passphrase of three uncommon words scores 4.
+const MIN_SCORE: zxcvbn::Score = zxcvbn::Score::Four;
+/// The product's name, in the spellings a password might be built on.
+const PRODUCT_WORDS: [&str; 4] = [
+    "exactly-once checkout",
+    "exactly-once",
+    "exactlyonce",
+    "checkout",
+];
 
 /// Longest a hash or check waits for a [`CheckSlot`] before giving up.
 pub const SLOT_WAIT: Duration = Duration::from_secs(10);
@@ -287,8 +301,16 @@ fn dummy_hash(argon2: &InSlot<'_>) -> &'static str {
     })
 }
 
-/// Checks a new password's length; the message says what is wrong.
-pub fn check_new(password: &str) -> Result<(), ApiError> {
+/// Checks a new password as NIST SP 800-63B asks: any characters, no
+/// composition rules, [`MIN_PASSWORD_CHARS`] to [`MAX_PASSWORD_CHARS`] long,
+/// and not one an attacker tries early: zxcvbn (Dropbox's estimator, with the
+/// lists of common and breached passwords, words and names its crate ships)
+/// must find it needs more than 10^10 guesses ([`MIN_SCORE`]) when it may also
+/// guess from `email` and the product's name. That refuses the top breached
+/// passwords and their variants (`password1234`), repeats and sequences
+/// (twelve spaces, `aaaaaaaaaaaa`, `123456789012`), and the email or the
+/// product's name with a little added. The message says why, never the password.
+pub fn check_new(password: &str, email: &str) -> Result<(), ApiError> {
     let chars = password.chars().count();
     if chars < MIN_PASSWORD_CHARS {
         return Err(ApiError::BadRequest(format!(
@@ -300,7 +322,41 @@ pub fn check_new(password: &str) -> Result<(), ApiError> {
             "password must be at most {MAX_PASSWORD_CHARS} characters"
         )));
     }
+    let context = context_words(email);
+    let context: Vec<&str> = context.iter().map(String::as_str).collect();
+    let estimate = zxcvbn::zxcvbn(password, &context);
+    if estimate.score() < MIN_SCORE {
+        let warning = estimate
+            .feedback()
+            .and_then(zxcvbn::feedback::Feedback::warning)
+            .map(|warning| format!(" ({warning})"))
+            .unwrap_or_default();
+        return Err(ApiError::BadRequest(format!(
+            "password is too easy to guess{warning}: it must not be a common or breached \
+             password, a repeat or a sequence, or be made from the email or the product's \
+             name; a few uncommon words make a good one"
+        )));
+    }
     Ok(())
+}
+
+/// What a password must not be built on besides zxcvbn's own lists: the
+/// email, its local part and domain, each run of 3 or more letters or digits
+/// in it, and the product's name.
+fn context_words(email: &str) -> Vec<String> {
+    let email = email.trim();
+    let mut words: Vec<String> = PRODUCT_WORDS.iter().map(|&word| word.to_owned()).collect();
+    words.push(email.to_owned());
+    if let Some((local, domain)) = email.rsplit_once('@') {
+        words.extend([local.to_owned(), domain.to_owned()]);
+    }
+    words.extend(
+        email
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|run| run.chars().count() >= 3)
+            .map(str::to_owned),
+    );
+    words
 }
 
 #[cfg(test)]
@@ -390,10 +446,78 @@ mod tests {
         );
     }
 
+    const EMAIL: &str = "kim.lindqvist@shop.test";
+
+    fn refusal(password: &str) -> Option<String> {
+        match check_new(password, EMAIL) {
+            Ok(()) => None,
+            Err(ApiError::BadRequest(message)) => Some(message),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn new_passwords_must_have_a_sensible_length() {
-        assert!(check_new("short").is_err());
-        assert!(check_new(&"x".repeat(MAX_PASSWORD_CHARS + 1)).is_err());
-        assert!(check_new("twelve chars").is_ok());
+        let short = refusal("fourteen chars").expect("refused");
+        assert!(short.contains("at least 15 characters"), "{short}");
+        assert!(refusal(&"x".repeat(MAX_PASSWORD_CHARS + 1)).is_some());
+        // Any characters count: spaces, letters of any script, no classes asked for.
+        assert_eq!(refusal("tundra velvet ossify"), None);
+        assert_eq!(refusal("грушевый сад у моря"), None);
+    }
+
+    #[test]
+    fn common_repeated_and_sequential_passwords_are_refused_saying_why() {
+        for password in [
+            " ".repeat(15),
+            "a".repeat(15),
+            "password12345678".to_owned(),
+            "passwordpassword".to_owned(),
+            "123456789012345".to_owned(),
+            "qwertyuiopasdfgh".to_owned(),
+            "abcdefghijklmnop".to_owned(),
+            "iloveyou1234567".to_owned(),
+            "P@ssw0rd2024!!!!".to_owned(),
+        ] {
+            let message = refusal(&password).unwrap_or_else(|| panic!("{password:?} accepted"));
+            assert!(
+                message.starts_with("password is too easy to guess"),
+                "{message}"
+            );
+            assert!(
+                !message.contains(&password),
+                "the message never shows the password"
+            );
+        }
+    }
+
+    #[test]
+    fn passwords_made_from_the_email_or_the_product_name_are_refused() {
+        for password in [
+            EMAIL,
+            "KIM.LINDQVIST@SHOP.TEST",
+            "kim.lindqvist2024",
+            "lindqvist-lindqvist",
+            "kimlindqvist1234",
+            "tset.pohs@tsivqdnil.mik",
+            "exactly-once checkout",
+            "Checkout-Checkout-1",
+            "exactlyonce12345",
+        ] {
+            assert!(refusal(password).is_some(), "{password:?} accepted");
+        }
+    }
+
+    #[test]
+    fn the_test_suites_and_tools_passwords_pass() {
+        // Passwords the integration tests, storm and schemathesis give new shoppers.
+        for password in [
+            "a-test-password-long-enough",
+            "logs-test-password-never-logged",
+            "schemathesis-password",
+            "1f0c2b9a7e6d4c3b8a5f0e1d2c3b4a59",
+        ] {
+            assert_eq!(refusal(password), None, "{password:?}");
+        }
     }
 }

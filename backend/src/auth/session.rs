@@ -3,17 +3,26 @@
 //!
 //! The cookie is `HttpOnly`, `SameSite=Lax`, `Path=/`, `Secure` with
 //! `COOKIE_SECURE=true`; a session ends after `SESSION_IDLE_SECS` without a
-//! request (see `keep_alive`), or at sign-out, when its row is deleted. Sign-in
-//! gives the session a new id ([`sign_in`]), so a cookie planted before sign-in
-//! is worthless after it.
+//! request (see `keep_alive`), or at sign-out, when its row is deleted. A
+//! sign-in of either kind, shopper or operator, starts from an empty session
+//! with a new id (`start_afresh`), so a cookie planted before sign-in is
+//! worthless after it and no right the session held before carries over.
+//!
+//! Operators' sessions ([`Operator`]) also end `OPS_SESSION_MAX_SECS` (8 h)
+//! after sign-in however busy they are, and as soon as `ADMIN_TOKEN` is no
+//! longer the token they were obtained with ([`OperatorSessions`]).
 
 use crate::db::warm::WarmConnections;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use hmac::{Hmac, Mac};
+use secrecy::{ExposeSecret, SecretString};
+use sha2::Sha256;
 use sqlx::PgPool;
 use std::time::Duration;
+use subtle::ConstantTimeEq;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
@@ -29,6 +38,11 @@ const SHOPPER_KEY: &str = "shopper_id";
 const DEMO_KEY: &str = "demo";
 /// The session's key holding a signed-in operator's name (`/api/ops/*`).
 const OPERATOR_KEY: &str = "operator";
+/// The session's key holding the fingerprint of the admin token an operator
+/// signed in with ([`AdminTokenFingerprint`]), in hex.
+const ADMIN_TOKEN_KEY: &str = "admin_token_fingerprint";
+/// The session's key holding when an operator signed in (Unix seconds).
+const SIGNED_IN_AT_KEY: &str = "signed_in_at";
 /// The session's key holding when it was last saved (Unix seconds).
 const SAVED_AT_KEY: &str = "saved_at";
 /// A session is saved again once this share of its idle time has passed since
@@ -167,9 +181,19 @@ async fn keep_alive(session: &Session) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Makes `session` the shopper's: a new session id first (no fixation), then the shopper.
+/// Starts a sign-in of either kind: every key `session` held (a shopper's,
+/// an operator's, the demo mark) is dropped and it gets a new id, its old row
+/// deleted. So a cookie planted or copied before the sign-in is worthless after
+/// it (no fixation), and signing in as a shopper with an operator's cookie (or
+/// the other way round) keeps none of the rights the session had.
+async fn start_afresh(session: &Session) -> Result<(), ApiError> {
+    session.clear().await;
+    session.cycle_id().await.map_err(store_error)
+}
+
+/// Makes `session` the shopper's, from an empty session (`start_afresh`).
 pub async fn sign_in(session: &Session, shopper_id: Uuid, demo: bool) -> Result<(), ApiError> {
-    session.cycle_id().await.map_err(store_error)?;
+    start_afresh(session).await?;
     session
         .insert(SHOPPER_KEY, shopper_id)
         .await
@@ -189,17 +213,112 @@ async fn stamp(session: &Session) -> Result<(), ApiError> {
         .map_err(store_error)
 }
 
-/// Makes `session` an operator's: whatever it held is dropped, it gets a new
-/// id (no fixation), then the operator's name. A shopper's session never
-/// passes [`Operator`], and an operator's never passes [`SignedIn`].
-pub async fn sign_in_operator(session: &Session, name: &str) -> Result<(), ApiError> {
-    session.clear().await;
-    session.cycle_id().await.map_err(store_error)?;
+/// Makes `session` an operator's, from an empty session (`start_afresh`):
+/// the operator's name, the fingerprint of the admin token they signed in with
+/// and when. A shopper's session never passes [`Operator`], and an operator's
+/// never passes [`SignedIn`].
+pub async fn sign_in_operator(
+    session: &Session,
+    name: &str,
+    admin_token: &AdminTokenFingerprint,
+) -> Result<(), ApiError> {
+    start_afresh(session).await?;
     session
         .insert(OPERATOR_KEY, name)
         .await
         .map_err(store_error)?;
+    session
+        .insert(ADMIN_TOKEN_KEY, admin_token.to_hex())
+        .await
+        .map_err(store_error)?;
+    session
+        .insert(
+            SIGNED_IN_AT_KEY,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
+        .await
+        .map_err(store_error)?;
     stamp(session).await
+}
+
+/// A keyed fingerprint of the admin token: HMAC-SHA256 keyed with the token
+/// over a fixed label. An operator session keeps this, never the token, so its
+/// row in PostgreSQL tells nothing a reader could sign in with; finding the
+/// token from it is guessing the token (at least 32 characters, checked at
+/// start). It ties the session to the token it was obtained with: rotate
+/// `ADMIN_TOKEN` and the fingerprint no longer matches ([`OperatorSessions`]).
+#[derive(Clone)]
+pub struct AdminTokenFingerprint([u8; 32]);
+
+impl AdminTokenFingerprint {
+    /// What the HMAC is computed over: this use of the token and no other.
+    const LABEL: &'static [u8] = b"exactly-once checkout: operator session v1";
+
+    /// The fingerprint of `token`.
+    pub fn of(token: &SecretString) -> Self {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(token.expose_secret().as_bytes())
+            .expect("HMAC takes a key of any length");
+        mac.update(Self::LABEL);
+        Self(mac.finalize().into_bytes().into())
+    }
+
+    /// As kept in the session.
+    fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// True when `kept` (hex, from a session) is this fingerprint; the bytes
+    /// are compared in constant time.
+    fn matches(&self, kept: &str) -> bool {
+        hex::decode(kept).is_ok_and(|kept| bool::from(kept.as_slice().ct_eq(&self.0)))
+    }
+}
+
+/// The fingerprint is derived from a secret: never in `Debug`.
+impl std::fmt::Debug for AdminTokenFingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminTokenFingerprint([redacted])")
+    }
+}
+
+/// What every operator session must still match, on every request: the admin
+/// token configured now (the one it was obtained with, by fingerprint), and
+/// its absolute lifetime from sign-in, beside the idle time all sessions have.
+#[derive(Clone, Debug)]
+pub struct OperatorSessions {
+    /// The fingerprint of `ADMIN_TOKEN`; `None` when unset (no console).
+    admin_token: Option<AdminTokenFingerprint>,
+    /// How long after sign-in an operator session ends, however busy.
+    lifetime: Duration,
+}
+
+impl OperatorSessions {
+    /// Operator sessions obtained with `admin_token`, each living at most `lifetime`.
+    pub fn new(admin_token: Option<&SecretString>, lifetime: Duration) -> Self {
+        Self {
+            admin_token: admin_token.map(AdminTokenFingerprint::of),
+            lifetime,
+        }
+    }
+
+    /// The fingerprint a new operator session keeps; `None` without `ADMIN_TOKEN`.
+    pub fn fingerprint(&self) -> Option<&AdminTokenFingerprint> {
+        self.admin_token.as_ref()
+    }
+
+    /// True when a session that keeps `fingerprint` and was signed in at
+    /// `signed_in_at` (Unix seconds) is still an operator's at `now`: the admin
+    /// token is the one it was obtained with, and its lifetime is not over. A
+    /// session missing either (made before they were kept) is not.
+    fn admits(&self, fingerprint: Option<&str>, signed_in_at: Option<i64>, now: i64) -> bool {
+        let (Some(configured), Some(kept), Some(signed_in_at)) =
+            (&self.admin_token, fingerprint, signed_in_at)
+        else {
+            return false;
+        };
+        let lifetime = i64::try_from(self.lifetime.as_secs()).unwrap_or(i64::MAX);
+        configured.matches(kept) && now.saturating_sub(signed_in_at) < lifetime
+    }
 }
 
 /// Ends `session` on the server (its row is deleted) and clears the cookie.
@@ -238,13 +357,14 @@ impl FromRequestParts<AppState> for SignedIn {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
-        // A demo shopper's session dies with demo mode.
+        // A demo shopper's session dies when demo shoppers may no longer sign
+        // in (demo mode off, or a platform that moves money): one rule for both.
         let demo = session
             .get::<bool>(DEMO_KEY)
             .await
             .map_err(store_error)?
             .unwrap_or(false);
-        if demo && !state.demo {
+        if demo && !state.demo_shoppers_allowed {
             return Err(ApiError::Unauthenticated);
         }
         keep_alive(&session).await?;
@@ -286,7 +406,78 @@ impl FromRequestParts<AppState> for Operator {
             .await
             .map_err(store_error)?
             .ok_or(ApiError::Unauthenticated)?;
+        let fingerprint = session
+            .get::<String>(ADMIN_TOKEN_KEY)
+            .await
+            .map_err(store_error)?;
+        let signed_in_at = session
+            .get::<i64>(SIGNED_IN_AT_KEY)
+            .await
+            .map_err(store_error)?;
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        if !state
+            .operator_sessions
+            .admits(fingerprint.as_deref(), signed_in_at, now)
+        {
+            return Err(ApiError::Unauthenticated);
+        }
         keep_alive(&session).await?;
         Ok(Self { name, session })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "an-admin-token-of-at-least-32-characters";
+    const EIGHT_HOURS: Duration = Duration::from_secs(8 * 3600);
+
+    fn sessions_of(token: Option<&str>) -> OperatorSessions {
+        OperatorSessions::new(token.map(SecretString::from).as_ref(), EIGHT_HOURS)
+    }
+
+    fn kept(token: &str) -> String {
+        AdminTokenFingerprint::of(&SecretString::from(token)).to_hex()
+    }
+
+    #[test]
+    fn a_session_lives_only_with_the_admin_token_it_was_obtained_with() {
+        let now = 1_000_000;
+        let sessions = sessions_of(Some(TOKEN));
+        assert!(sessions.admits(Some(&kept(TOKEN)), Some(now), now));
+        let rotated = "another-admin-token-of-32-characters-or-more";
+        assert!(!sessions.admits(Some(&kept(rotated)), Some(now), now));
+        assert!(!sessions_of(None).admits(Some(&kept(TOKEN)), Some(now), now));
+        // Made before fingerprints were kept, or not hex: not an operator's.
+        assert!(!sessions.admits(None, Some(now), now));
+        assert!(!sessions.admits(Some("not hex"), Some(now), now));
+        assert!(!sessions.admits(Some(&kept(TOKEN)), None, now));
+    }
+
+    #[test]
+    fn a_session_ends_at_its_lifetime_from_sign_in() {
+        let sessions = sessions_of(Some(TOKEN));
+        let signed_in = 1_000_000;
+        let lifetime = 8 * 3600;
+        assert!(sessions.admits(
+            Some(&kept(TOKEN)),
+            Some(signed_in),
+            signed_in + lifetime - 1
+        ));
+        assert!(!sessions.admits(Some(&kept(TOKEN)), Some(signed_in), signed_in + lifetime));
+    }
+
+    #[test]
+    fn the_fingerprint_is_keyed_by_the_token_and_never_shows_it() {
+        let fingerprint = AdminTokenFingerprint::of(&SecretString::from(TOKEN));
+        assert_eq!(fingerprint.to_hex().len(), 64);
+        assert!(!fingerprint.to_hex().contains(TOKEN));
+        assert_ne!(
+            fingerprint.to_hex(),
+            kept("another-admin-token-of-32-characters-or-more")
+        );
+        assert!(!format!("{fingerprint:?}").contains(&fingerprint.to_hex()));
+        assert!(!format!("{:?}", sessions_of(Some(TOKEN))).contains(&fingerprint.to_hex()));
     }
 }

@@ -115,6 +115,50 @@ pub async fn find_by_email(
     .await
 }
 
+/// What sign-in finds for an email: the key its failures count under, and
+/// the shopper, if any.
+#[derive(Debug, Clone)]
+pub struct SignInLookup {
+    /// The email lower-cased by PostgreSQL: `lower(email)`, the expression
+    /// the look-up and the unique index `shoppers_email_key` compare. Every
+    /// email that finds a shopper has that shopper's key, whatever its case
+    /// (`İ` for `i`, the Kelvin sign for `k`, ...), and an email that finds
+    /// nobody gets its key by the same rule, so the key (and the limit counted
+    /// under it) tells nothing about whether the email exists.
+    pub limit_key: String,
+    /// The shopper with this email, whatever its case.
+    pub credentials: Option<Credentials>,
+}
+
+/// Sign-in's look-up: the shopper with this email, whatever its case, and the
+/// key the per-email failure limit counts it under ([`SignInLookup`]), in one
+/// statement so both come from the same `lower()`.
+#[tracing::instrument(name = "db.shoppers.find_for_sign_in", skip(db))]
+pub async fn find_for_sign_in(db: impl PgExecutor<'_>, email: &str) -> sqlx::Result<SignInLookup> {
+    let row = sqlx::query!(
+        r#"SELECT lower($1::text) AS "limit_key!", s.shopper_id AS "shopper_id?",
+                  s.email AS "email?", s.password_hash AS "password_hash?", s.demo AS "demo?"
+           FROM (VALUES (1)) AS one (x)
+           LEFT JOIN shoppers s ON lower(s.email) = lower($1::text)"#,
+        email,
+    )
+    .fetch_one(db)
+    .await?;
+    let credentials = match (row.shopper_id, row.email, row.password_hash, row.demo) {
+        (Some(shopper_id), Some(email), Some(password_hash), Some(demo)) => Some(Credentials {
+            shopper_id,
+            email,
+            password_hash,
+            demo,
+        }),
+        _ => None,
+    };
+    Ok(SignInLookup {
+        limit_key: row.limit_key,
+        credentials,
+    })
+}
+
 /// A shopper's email; `None` when there is no such shopper.
 #[tracing::instrument(name = "db.shoppers.email", skip(db))]
 pub async fn email(db: impl PgExecutor<'_>, shopper_id: Uuid) -> sqlx::Result<Option<String>> {

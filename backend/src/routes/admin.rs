@@ -39,7 +39,7 @@ pub async fn create_shopper(
             "email must look like name@example.com".into(),
         ));
     }
-    passwords::check_new(&body.password)?;
+    passwords::check_new(&body.password, &email)?;
     if body.balance_cents < 0 {
         return Err(ApiError::BadRequest(
             "balance_cents must not be negative".into(),

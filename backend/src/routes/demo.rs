@@ -1,9 +1,11 @@
-//! Demo data, made only when `DEMO=true`: a small catalogue and, with the
-//! sandbox platform, two demo shoppers with public passwords, so a person can
-//! try the checkout (and one shopper trying the other's order) by hand. Ids are
-//! random; nothing is made, listed or usable unless demo mode is on.
+//! Demo data, made only when `DEMO=true`: a small catalogue and, where no
+//! money moves, two demo shoppers with public passwords, so a person can try
+//! the checkout (and one shopper trying the other's order) by hand. Ids are
+//! random; nothing is made, listed or usable unless demo mode is on, and demo
+//! shoppers only while [`shoppers_allowed`] says so.
 
 use crate::auth::passwords;
+use crate::config::PlatformChoice;
 use crate::db::{self, products, shoppers};
 use api_types::Currency;
 use api_types::api::{DemoShopper, Product};
@@ -21,6 +23,17 @@ pub fn currency_for(platform: crate::config::PlatformKind) -> Currency {
         PlatformKind::Sandbox | PlatformKind::Remote => DEMO_CURRENCY,
         PlatformKind::Wechatpay | PlatformKind::Alipay => Currency::CNY,
     }
+}
+
+/// Whether demo shoppers, whose passwords are published, may exist and sign
+/// in: demo mode is on *and* no money can move (the sandbox, or a simulated
+/// platform on this machine's loopback: [`PlatformChoice::is_simulated`]).
+/// The one rule for them: start-up makes them only then, and signing in and
+/// every request of a demo shopper's session ask the answer start-up kept
+/// (`AppState::demo_shoppers_allowed`), so a demo shopper left in the database
+/// by an earlier run cannot sign in against a real platform.
+pub fn shoppers_allowed(demo: bool, platform: &PlatformChoice) -> bool {
+    demo && platform.is_simulated()
 }
 
 /// The demo shoppers (sign-in email, password).
@@ -43,7 +56,7 @@ pub const DEMO_PRODUCTS: [(&str, &str, i64); 4] = [
 ];
 
 /// Outside demo mode: removes the demo catalogue (demo shoppers stay in the
-/// database for their orders' sake, but cannot sign in, see `routes::session`).
+/// database for their orders' sake, but cannot sign in: [`shoppers_allowed`]).
 pub async fn remove(db: &sqlx::PgPool) -> sqlx::Result<()> {
     let removed = products::delete_demo(db).await?;
     if removed > 0 {

@@ -31,7 +31,10 @@ pub const MAX_NOTE_CHARS: usize = 2000;
 pub const MAX_SEARCH_CHARS: usize = 200;
 
 /// `POST /api/ops/session`: the admin token (compared in constant time) for an
-/// operator session with a new id. Wrong tokens count against the client's
+/// operator session with a new id, empty but for the operator. The session
+/// keeps a fingerprint of the token, never the token, and ends when
+/// `ADMIN_TOKEN` changes or `OPS_SESSION_MAX_SECS` after sign-in
+/// ([`session::OperatorSessions`]). Wrong tokens count against the client's
 /// address like a shopper's wrong passwords (429 once over the limit).
 #[utoipa::path(post, path = "/ops/session", tag = "ops", request_body = OperatorSignIn,
     responses((status = 200, description = "Signed in; the session cookie is set", body = OperatorInfo),
@@ -46,7 +49,10 @@ pub async fn sign_in(
     session: Session,
     AppJson(body): AppJson<OperatorSignIn>,
 ) -> Result<Json<OperatorInfo>, ApiError> {
-    let Some(expected) = state.admin_token.as_deref() else {
+    let (Some(expected), Some(fingerprint)) = (
+        state.admin_token.as_deref(),
+        state.operator_sessions.fingerprint(),
+    ) else {
         return Err(ApiError::NotFound);
     };
     state.limits.signin_ip.check(&client)?;
@@ -65,7 +71,7 @@ pub async fn sign_in(
         state.limits.signin_ip.record_failure(&client)?;
         return Err(ApiError::InvalidCredentials);
     }
-    session::sign_in_operator(&session, name).await?;
+    session::sign_in_operator(&session, name, fingerprint).await?;
     tracing::info!(operator = name, %client, "operator signed in");
     Ok(Json(OperatorInfo {
         operator: name.to_owned(),

@@ -26,17 +26,23 @@ pub async fn sign_in(
     session: Session,
     AppJson(body): AppJson<SignIn>,
 ) -> Result<Json<SessionInfo>, ApiError> {
-    let email_key = body.email.trim().to_lowercase();
     state.limits.signin_ip.check(&client)?;
-    state.limits.signin_email.check(&email_key)?;
-    // An email no shopper can have (control characters, which PostgreSQL text
-    // cannot even hold in the case of U+0000) is not looked up, but gets the same work and answer.
+    // The per-email limit counts under the key the look-up itself gives
+    // (PostgreSQL's lower(), `shoppers::SignInLookup`): every spelling that
+    // finds a shopper counts against that shopper's one limit, and an email
+    // that finds nobody is keyed by the same rule, so the limit does not tell
+    // whether it exists. An email no shopper can have (control characters,
+    // which PostgreSQL text cannot even hold in the case of U+0000) is not
+    // looked up, is its own key, and gets the same work and answer.
     let lookup = body.email.trim();
-    let found = if lookup.chars().any(char::is_control) || lookup.len() > shoppers::MAX_EMAIL_LEN {
-        None
-    } else {
-        shoppers::find_by_email(&state.db, lookup).await?
-    };
+    let (email_key, found) =
+        if lookup.chars().any(char::is_control) || lookup.len() > shoppers::MAX_EMAIL_LEN {
+            (lookup.to_owned(), None)
+        } else {
+            let found = shoppers::find_for_sign_in(&state.db, lookup).await?;
+            (found.limit_key, found.credentials)
+        };
+    state.limits.signin_email.check(&email_key)?;
     let stored = found.as_ref().map(|c| c.password_hash.clone());
     // Password checks run a few at a time (`passwords::slot`). Failures
     // recorded while this one waited may have blocked its address or email:
@@ -47,8 +53,9 @@ pub async fn sign_in(
     let password = SecretString::from(body.password);
     let verified = passwords::verify(slot, password, stored).await?;
     match found {
-        // A demo shopper's password is public: usable only while demo mode is on.
-        Some(credentials) if verified && (!credentials.demo || state.demo) => {
+        // A demo shopper's password is public: usable only while the rule that
+        // makes demo shoppers holds (demo mode on, no money moving).
+        Some(credentials) if verified && (!credentials.demo || state.demo_shoppers_allowed) => {
             session::sign_in(&session, credentials.shopper_id, credentials.demo).await?;
             tracing::info!(shopper_id = %credentials.shopper_id, "shopper signed in");
             Ok(Json(SessionInfo {

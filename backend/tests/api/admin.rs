@@ -119,6 +119,60 @@ async fn create_shopper_rejects_bad_input_with_400_and_creates_nothing() {
 }
 
 #[tokio::test]
+async fn guessable_passwords_are_refused_with_400_saying_why_and_create_nothing() {
+    let app = spawn_app().await;
+    let email = "kim.lindqvist@shop.test";
+    let body = |password: &str| json!({"email": email, "password": password, "balance_cents": 100, "currency": "EUR"});
+    // The attack run's (12 characters, now too short as well), then long
+    // enough ones: breached and common, repeats and sequences, and the email's
+    // or the product's name with a little added.
+    let too_short = [" ".repeat(12), "a".repeat(12), "password1234".to_owned()];
+    let guessable = [
+        " ".repeat(16),
+        "a".repeat(16),
+        "password12345678".to_owned(),
+        "passwordpassword".to_owned(),
+        "123456789012345".to_owned(),
+        "qwertyuiopasdfgh".to_owned(),
+        "P@ssw0rd2024!!!!".to_owned(),
+        email.to_owned(),
+        email.to_uppercase(),
+        "kimlindqvist1234".to_owned(),
+        "exactly-once checkout".to_owned(),
+        "Checkout-Checkout-1".to_owned(),
+    ];
+    let before = app.snapshot().await;
+
+    for (passwords, why) in [
+        (&too_short[..], "at least 15 characters"),
+        (&guessable[..], "too easy to guess"),
+    ] {
+        for password in passwords {
+            let response = app.post_shopper(&body(password)).await;
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{password:?}");
+            let answer: serde_json::Value = response.json().await.expect("JSON");
+            assert_eq!(answer["error"]["code"], "BAD_REQUEST", "{password:?}");
+            let message = answer["error"]["message"].as_str().expect("a message");
+            assert!(message.contains(why), "{password:?}: {message}");
+            assert!(
+                !message.contains(password.as_str()),
+                "the message never repeats the password: {message}"
+            );
+        }
+    }
+
+    assert_eq!(app.count("shoppers").await, 0);
+    assert_eq!(app.count("accounts").await, 0);
+    assert_eq!(app.snapshot().await, before);
+    // Any characters, no composition rules: words nobody guesses from those are taken.
+    let taken = app
+        .post_shopper(&body("tundra velvet ossify lantern"))
+        .await;
+    assert_eq!(taken.status(), StatusCode::CREATED);
+    assert_eq!(app.count("shoppers").await, 1);
+}
+
+#[tokio::test]
 async fn an_email_is_taken_whatever_its_case() {
     let app = spawn_app().await;
     assert_eq!(

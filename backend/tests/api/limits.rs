@@ -1,14 +1,17 @@
 //! Rate limits: repeated wrong passwords and wrong admin tokens get 429 with
-//! Retry-After (and a right one is no way around it while blocked); per-shopper
-//! limits on tokens, pays and orders; callbacks are never limited.
+//! Retry-After (and a right one is no way around it while blocked, whatever
+//! the email's spelling); per-shopper limits on tokens, pays and orders;
+//! callbacks are never limited.
 
 use crate::helpers::{
     ADMIN_TOKEN, PASSWORD, browser_client, error_code, new_callback_id, spawn_app, spawn_app_with,
     spawn_app_without_callbacks, success_body,
 };
+use api_types::api::{SessionInfo, ShopperCreated};
 use backend::limits::LimitsConfig;
 use reqwest::StatusCode;
 use serde_json::json;
+use uuid::Uuid;
 
 fn retry_after(response: &reqwest::Response) -> u64 {
     response
@@ -237,4 +240,181 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_limit() {
     let other = failures_claiming(&app, |_| "203.0.113.8".to_owned()).await;
     assert_eq!(&other[..4], &[401; 4], "{other:?}");
     assert!(other[4..].iter().all(|s| *s == 429), "{other:?}");
+}
+
+/// Spellings of `email` that differ from it in case only, through the edge
+/// cases of Unicode case mapping, each with its name. Which of them find the
+/// shopper with `email` is the database's `lower()` to say.
+fn spellings(email: &str) -> Vec<(&'static str, String)> {
+    let (local, domain) = email.split_once('@').expect("an email");
+    let full_width: String = local
+        .chars()
+        .map(|c| match c {
+            'a'..='z' => char::from_u32(u32::from(c) - u32::from('a') + 0xFF21)
+                .expect("a full-width capital"),
+            other => other,
+        })
+        .collect();
+    vec![
+        ("upper case", email.to_uppercase()),
+        (
+            "dotted capital I (U+0130) for i",
+            email.replace('i', "\u{130}"),
+        ),
+        ("Kelvin sign (U+212A) for k", email.replace('k', "\u{212A}")),
+        ("sharp s for ss", email.replace("ss", "\u{DF}")),
+        (
+            "capital sharp s (U+1E9E) for ss",
+            email.replace("ss", "\u{1E9E}"),
+        ),
+        ("full-width capitals", format!("{full_width}@{domain}")),
+    ]
+}
+
+/// A fresh email with an i, a k and an ss in it.
+fn fresh_email() -> String {
+    format!("kim.strass-{}@shop.test", Uuid::new_v4().simple())
+}
+
+/// A shopper with `email` and [`PASSWORD`]; their id.
+async fn shopper_with_email(app: &crate::helpers::TestApp, email: &str) -> Uuid {
+    let created = app
+        .post_shopper(&json!({"email": email, "password": PASSWORD, "balance_cents": 1_000, "currency": "EUR"}))
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED, "{email}");
+    created
+        .json::<ShopperCreated>()
+        .await
+        .expect("JSON")
+        .shopper_id
+}
+
+/// The statuses of `count` wrong passwords for `email`.
+async fn failures(app: &crate::helpers::TestApp, email: &str, count: usize) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for _ in 0..count {
+        let response = app
+            .post_session(
+                &browser_client(),
+                &json!({"email": email, "password": "not-the-password"}),
+            )
+            .await;
+        statuses.push(response.status().as_u16());
+    }
+    statuses
+}
+
+#[tokio::test]
+async fn every_spelling_that_finds_a_shopper_counts_against_their_one_sign_in_limit() {
+    // Every request comes from one address: only the per-email limit here.
+    let app = spawn_app_with(|c| {
+        c.limits.signin_failures_per_ip = 0;
+        c.limits.signin_failures_per_email = 2;
+    })
+    .await;
+    let right = |email: &str| json!({"email": email, "password": PASSWORD});
+    let mut found_beyond_ascii = Vec::new();
+
+    for n in 0..spellings("x@y").len() {
+        // Arrange: a shopper per spelling (a blocked email stays blocked a
+        // while), and whether the spelling finds them: the right password
+        // through it, before any failure.
+        let email = fresh_email();
+        let shopper_id = shopper_with_email(&app, &email).await;
+        let (name, variant) = spellings(&email).swap_remove(n);
+        let probe = app.post_session(&browser_client(), &right(&variant)).await;
+        let finds = probe.status() == StatusCode::OK;
+        if finds {
+            let info: SessionInfo = probe.json().await.expect("JSON");
+            assert_eq!(info.shopper_id, shopper_id, "{name}");
+            if !variant.is_ascii() {
+                found_beyond_ascii.push(name);
+            }
+        } else {
+            assert_eq!(probe.status(), StatusCode::UNAUTHORIZED, "{name}");
+        }
+
+        // Act: wrong passwords for the email as stored until it is blocked
+        // (the failure past the limit answers 429), then the right one
+        // through the spelling.
+        let statuses = failures(&app, &email, 3).await;
+        assert_eq!(statuses, [401, 401, 429], "{name}");
+        let sessions = app.count("tower_sessions.session").await;
+        let before = app.snapshot().await;
+        let response = app.post_session(&browser_client(), &right(&variant)).await;
+
+        // Assert: blocked with the shopper it finds; nothing signed in or changed.
+        if finds {
+            assert_eq!(
+                response.status(),
+                StatusCode::TOO_MANY_REQUESTS,
+                "{name}: a spelling that finds the shopper is blocked with them"
+            );
+            assert!(response.headers().get("set-cookie").is_none(), "{name}");
+            assert_eq!(error_code(response).await, "RATE_LIMITED", "{name}");
+        } else {
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{name}");
+        }
+        assert_eq!(
+            app.count("tower_sessions.session").await,
+            sessions,
+            "{name}"
+        );
+        assert_eq!(app.snapshot().await, before, "{name}");
+
+        // And the other way round: failures through the spelling block the
+        // email as stored, when the spelling finds its shopper.
+        let email = fresh_email();
+        shopper_with_email(&app, &email).await;
+        let (_, variant) = spellings(&email).swap_remove(n);
+        let statuses = failures(&app, &variant, 3).await;
+        assert_eq!(statuses, [401, 401, 429], "{name}");
+        let response = app.post_session(&browser_client(), &right(&email)).await;
+        let expected = if finds {
+            StatusCode::TOO_MANY_REQUESTS
+        } else {
+            StatusCode::OK
+        };
+        assert_eq!(response.status(), expected, "{name}: failures through it");
+    }
+    assert!(
+        !found_beyond_ascii.is_empty(),
+        "no spelling beyond ASCII case found the shopper: nothing about Unicode was tested"
+    );
+}
+
+#[tokio::test]
+async fn the_sign_in_limit_tells_nothing_about_whether_an_email_exists_whatever_its_spelling() {
+    let app = spawn_app_with(|c| {
+        c.limits.signin_failures_per_ip = 0;
+        c.limits.signin_failures_per_email = 2;
+    })
+    .await;
+    let existing = fresh_email();
+    shopper_with_email(&app, &existing).await;
+    let nobody = fresh_email();
+
+    // The same wrong passwords, through the email and each of its spellings.
+    let mut answers = Vec::new();
+    for email in [&existing, &nobody] {
+        let mut statuses = Vec::new();
+        let tried =
+            std::iter::once(email.clone()).chain(spellings(email).into_iter().map(|(_, s)| s));
+        for spelling in tried {
+            let response = app
+                .post_session(
+                    &browser_client(),
+                    &json!({"email": spelling, "password": "not-the-password"}),
+                )
+                .await;
+            statuses.push(response.status().as_u16());
+        }
+        answers.push(statuses);
+    }
+
+    assert!(
+        answers[0].contains(&429),
+        "the limit was reached: {answers:?}"
+    );
+    assert_eq!(answers[0], answers[1], "a shopper's email against nobody's");
 }

@@ -1,29 +1,106 @@
 //! The operator console's API: sign-in with the admin token for a session,
-//! nothing without that session (a shopper's is not one), the anomalies queue
-//! and its one-time resolutions, an order's timeline, search, activity.
+//! nothing without that session (a shopper's is not one), a session that ends
+//! with the admin token it was obtained with and at its absolute lifetime, a
+//! sign-in of either kind that keeps nothing of the session before it, the
+//! anomalies queue and its one-time resolutions, an order's timeline, search,
+//! activity.
 
 use crate::helpers::{
-    ADMIN_TOKEN, TestApp, browser_client, spawn_app_without_callbacks, success_body,
+    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, spawn_app_with, spawn_app_without_callbacks,
+    success_body,
 };
 use crate::refunds::post_refund;
 use reqwest::StatusCode;
+use secrecy::SecretString;
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 /// A cookie-keeping client signed in to the console as `name`.
 async fn operator(app: &TestApp, name: &str) -> reqwest::Client {
     let client = browser_client();
+    sign_in_operator(app, &client, ADMIN_TOKEN, name).await;
+    client
+}
+
+/// Signs `client` in to the console as `name` with `admin_token`; the value
+/// of the session cookie it was given.
+async fn sign_in_operator(
+    app: &TestApp,
+    client: &reqwest::Client,
+    admin_token: &str,
+    name: &str,
+) -> String {
     let response = client
         .post(app.url("/api/ops/session"))
-        .json(&json!({"admin_token": ADMIN_TOKEN, "name": name}))
+        .json(&json!({"admin_token": admin_token, "name": name}))
         .send()
         .await
         .expect("answered");
     assert_eq!(response.status(), StatusCode::OK);
+    let cookie = session_cookie(&response);
     assert_eq!(
         response.json::<Value>().await.expect("JSON")["operator"],
         name
     );
-    client
+    cookie
+}
+
+/// The value of the session cookie an answer sets.
+fn session_cookie(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("checkout_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
+}
+
+/// A client without a cookie jar, presenting `cookie` as the session cookie:
+/// a copied cookie replayed.
+async fn with_cookie(app: &TestApp, cookie: &str, path: &str) -> StatusCode {
+    reqwest::Client::new()
+        .get(app.url(path))
+        .header("cookie", format!("checkout_session={cookie}"))
+        .send()
+        .await
+        .expect("answered")
+        .status()
+}
+
+/// The console's read routes, with one anomaly's.
+fn console_paths(anomaly_id: i64) -> Vec<String> {
+    vec![
+        "/api/ops/me".to_owned(),
+        "/api/ops/anomalies".to_owned(),
+        format!("/api/ops/anomalies/{anomaly_id}"),
+        "/api/ops/activity".to_owned(),
+    ]
+}
+
+/// Who resolved the anomaly; `None` while it is open.
+async fn resolved_by(app: &TestApp, anomaly_id: i64) -> Option<String> {
+    sqlx::query_scalar("SELECT resolved_by FROM anomalies WHERE anomaly_id = $1")
+        .bind(anomaly_id)
+        .fetch_one(&app.db)
+        .await
+        .expect("the anomaly")
+}
+
+/// Checks that `client` is no operator: every console route answers 401
+/// `UNAUTHENTICATED`, and a resolution is refused, leaving the anomaly open.
+async fn assert_no_operator(client: &reqwest::Client, app: &TestApp, anomaly_id: i64, who: &str) {
+    for path in console_paths(anomaly_id) {
+        let (status, body) = get(client, app, &path).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{who}: {path}");
+        assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{who}: {path}");
+    }
+    let (status, body) = resolve(client, app, anomaly_id, "not allowed").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{who}: resolve");
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{who}: resolve");
+    assert_eq!(resolved_by(app, anomaly_id).await, None, "{who}");
 }
 
 async fn get(client: &reqwest::Client, app: &TestApp, path: &str) -> (StatusCode, Value) {
@@ -398,4 +475,166 @@ async fn activity_counts_the_last_hour_per_minute() {
     assert_eq!(total(&after, "deliveries"), 5);
     assert_eq!(total(&after, "duplicates"), 3);
     assert_eq!(total(&after, "pays"), 1);
+}
+
+/// Another admin token, as after rotating a leaked one.
+const ROTATED_ADMIN_TOKEN: &str = "rotated-admin-token-of-32-characters-or-more";
+
+#[tokio::test]
+async fn rotating_the_admin_token_ends_every_operator_session_made_with_the_old_one() {
+    let app = spawn_app_without_callbacks().await;
+    let (_, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    let ops = operator(&app, "ada").await;
+    // The session keeps a fingerprint of the token, never the token.
+    let rows: Vec<Vec<u8>> = sqlx::query_scalar("SELECT data FROM tower_sessions.session")
+        .fetch_all(&app.db)
+        .await
+        .expect("session rows");
+    assert!(!rows.is_empty());
+    for data in rows {
+        assert!(
+            !data
+                .windows(ADMIN_TOKEN.len())
+                .any(|w| w == ADMIN_TOKEN.as_bytes()),
+            "the admin token is in a session row"
+        );
+    }
+    // A restart with the same token signs nobody out.
+    let mut app = app.restart().await;
+    assert_eq!(get(&ops, &app, "/api/ops/me").await.0, StatusCode::OK);
+
+    // Act: the backend restarts with another token.
+    app.config.admin_token = Some(SecretString::from(ROTATED_ADMIN_TOKEN));
+    let mut app = app.restart().await;
+    let before = app.snapshot().await;
+
+    // Assert: the session made with the old token is no operator's, and the old token signs nobody in.
+    assert_no_operator(&ops, &app, anomaly_id, "a session of the old token").await;
+    let old_token = browser_client()
+        .post(app.url("/api/ops/session"))
+        .json(&json!({"admin_token": ADMIN_TOKEN, "name": "mallory"}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(old_token.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(app.snapshot().await, before);
+    // The new token works, until it is taken away: no ADMIN_TOKEN, no console,
+    // and no operator session lives on.
+    let rotated = browser_client();
+    sign_in_operator(&app, &rotated, ROTATED_ADMIN_TOKEN, "ada").await;
+    assert_eq!(get(&rotated, &app, "/api/ops/me").await.0, StatusCode::OK);
+    app.config.admin_token = None;
+    let app = app.restart().await;
+    assert_no_operator(
+        &rotated,
+        &app,
+        anomaly_id,
+        "a session with no token configured",
+    )
+    .await;
+    assert_no_operator(&ops, &app, anomaly_id, "a session of the old token").await;
+    let none = browser_client()
+        .post(app.url("/api/ops/session"))
+        .json(&json!({"admin_token": ROTATED_ADMIN_TOKEN, "name": "ada"}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(none.status(), StatusCode::NOT_FOUND);
+    assert_eq!(app.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn an_operator_session_ends_at_its_absolute_lifetime_however_busy() {
+    // 3 s of lifetime and 16 s of idle time (saved again every 2 s): only the
+    // lifetime can end a session used every half second.
+    let app = spawn_app_with(|c| {
+        c.ops_session_max_secs = 3;
+        c.session_idle_secs = 16;
+        c.sandbox_drop_callbacks = true;
+    })
+    .await;
+    let (_, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    let ops = operator(&app, "ada").await;
+    let signed_in = Instant::now();
+    // The lifetime counts whole seconds from sign-in: up to 1 s less than 3 s.
+    while signed_in.elapsed() < Duration::from_millis(1_800) {
+        let (status, _) = get(&ops, &app, "/api/ops/anomalies").await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "in use {:?} after sign-in",
+            signed_in.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    tokio::time::sleep(Duration::from_millis(3_200).saturating_sub(signed_in.elapsed())).await;
+    let before = app.snapshot().await;
+    assert_no_operator(&ops, &app, anomaly_id, "a session past its lifetime").await;
+    assert_eq!(app.snapshot().await, before);
+    // Signing in again starts a new lifetime.
+    sign_in_operator(&app, &ops, ADMIN_TOKEN, "ada").await;
+    assert_eq!(get(&ops, &app, "/api/ops/me").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_sign_in_of_either_kind_keeps_nothing_of_the_session_it_was_made_in() {
+    let app = spawn_app_without_callbacks().await;
+    let (_, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    app.put_product("mug", "Stoneware mug", 1_250, "EUR").await;
+    let shopper = app.create_shopper(10_000, "EUR").await;
+    let signed_in_as_shopper = json!({"email": shopper.email, "password": PASSWORD});
+
+    // An operator's browser signs in as a shopper.
+    let browser = browser_client();
+    let operator_cookie = sign_in_operator(&app, &browser, ADMIN_TOKEN, "ada").await;
+    assert_eq!(get(&browser, &app, "/api/ops/me").await.0, StatusCode::OK);
+    let response = app.post_session(&browser, &signed_in_as_shopper).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let shopper_cookie = session_cookie(&response);
+    let before = app.snapshot().await;
+
+    // The shopper's session holds no operator rights, nor does the operator's old cookie.
+    assert_no_operator(
+        &browser,
+        &app,
+        anomaly_id,
+        "a shopper signed in over an operator",
+    )
+    .await;
+    assert_eq!(
+        with_cookie(&app, &operator_cookie, "/api/ops/me").await,
+        StatusCode::UNAUTHORIZED,
+        "the operator's cookie from before the sign-in"
+    );
+    let (status, me) = get(&browser, &app, "/api/me").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(me["shopper_id"], json!(shopper.shopper_id));
+    assert_eq!(app.snapshot().await, before);
+
+    // And the other way round: the shopper's browser signs in to the console.
+    sign_in_operator(&app, &browser, ADMIN_TOKEN, "ada").await;
+    for path in ["/api/me", "/api/orders"] {
+        let (status, body) = get(&browser, &app, path).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "an operator over a shopper: {path}"
+        );
+        assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{path}");
+        assert_eq!(
+            with_cookie(&app, &shopper_cookie, path).await,
+            StatusCode::UNAUTHORIZED,
+            "the shopper's cookie from before the sign-in: {path}"
+        );
+    }
+    let order = browser
+        .post(app.url("/api/orders"))
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({"sku": "mug", "quantity": 1}))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(order.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(app.snapshot().await, before);
 }

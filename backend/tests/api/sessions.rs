@@ -4,6 +4,7 @@
 
 use crate::helpers::{PASSWORD, browser_client, error_code, spawn_app, spawn_app_with};
 use api_types::api::{Me, SessionInfo};
+use backend::config::PlatformKind;
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -288,6 +289,76 @@ async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_i
         .await
         .expect("sent");
     assert_eq!(me.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_demo_shopper_left_by_a_sandbox_demo_cannot_sign_in_or_order_where_money_moves() {
+    let app = spawn_app_with(|c| c.demo = true).await;
+    let (email, password) = backend::routes::demo::DEMO_SHOPPERS[0];
+    let demo_client = browser_client();
+    let signed_in = app
+        .post_session(&demo_client, &json!({"email": email, "password": password}))
+        .await;
+    assert_eq!(signed_in.status(), StatusCode::OK);
+
+    // Act: demo mode stays on, but the platform is no simulator on this
+    // machine's loopback (to the rule, 127.0.0.2 is a real platform's address;
+    // nothing here pays, and anything sent would stay on this machine).
+    let mut app = app;
+    app.config.platform = Some(PlatformKind::Remote);
+    app.config.platform_url = Some("http://127.0.0.2:9".into());
+    let app = app.restart().await;
+    let demo_shoppers: i64 = sqlx::query_scalar("SELECT count(*) FROM shoppers WHERE demo")
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(demo_shoppers, 2, "left in the database by the sandbox demo");
+    let sessions = app.count("tower_sessions.session").await;
+    let before = app.snapshot().await;
+
+    // Assert: their public password signs nobody in, their old session is
+    // dead, and nothing can be ordered with it.
+    let platform: serde_json::Value = app.get_json("/api/platform").await;
+    assert_eq!(platform["demo_shoppers"], json!([]));
+    let refused = app
+        .post_session(
+            &browser_client(),
+            &json!({"email": email, "password": password}),
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(refused.headers().get("set-cookie").is_none());
+    assert_eq!(error_code(refused).await, "INVALID_CREDENTIALS");
+    let me = demo_client
+        .get(app.url("/api/me"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(me.status(), StatusCode::UNAUTHORIZED);
+    let order = demo_client
+        .post(app.url("/api/orders"))
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({"sku": "mug", "quantity": 1}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(order.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(order).await, "UNAUTHENTICATED");
+    assert_eq!(app.count("tower_sessions.session").await, sessions);
+    assert_eq!(app.snapshot().await, before);
+
+    // The rule, not the flag alone: back on the sandbox, the demo shopper signs in again.
+    let mut app = app;
+    app.config.platform = Some(PlatformKind::Sandbox);
+    app.config.platform_url = None;
+    let app = app.restart().await;
+    let again = app
+        .post_session(
+            &browser_client(),
+            &json!({"email": email, "password": password}),
+        )
+        .await;
+    assert_eq!(again.status(), StatusCode::OK);
 }
 
 #[tokio::test]
