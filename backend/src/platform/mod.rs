@@ -27,6 +27,7 @@ pub mod wechatpay;
 
 use crate::config::{AlipaySettings, PlatformKind, WechatPaySettings};
 use crate::db::attempts::AttemptRow;
+use api_types::PlatformPaymentId;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 #[cfg(feature = "sandbox")]
 use platform_sim::{SimConfig, Simulator};
@@ -80,7 +81,7 @@ enum Connector {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandedOver {
     /// The platform's id for the payment (WeChat Pay and Alipay give none before it is paid).
-    pub platform_payment_id: Option<String>,
+    pub platform_payment_id: Option<PlatformPaymentId>,
     /// The payment link the page shows as a QR code (`code_url`, `qr_code`).
     pub qr_code: Option<String>,
 }
@@ -103,6 +104,8 @@ pub struct RefundRef<'a> {
     pub order_no: &'a str,
     /// Our refund number, the platform's idempotency key for it.
     pub refund_no: &'a str,
+    /// The platform payment refunded (what an answer that leaves it out is about).
+    pub payment_id: &'a PlatformPaymentId,
 }
 
 impl Platform {
@@ -284,7 +287,7 @@ impl Platform {
             }
         };
         Ok(HandedOver {
-            platform_payment_id: Some(id).filter(|id| !id.is_empty()),
+            platform_payment_id: id,
             qr_code: None,
         })
     }

@@ -59,7 +59,7 @@ pub async fn receive(
             // PostgreSQL text cannot hold U+0000: refuse it here, as malformed, not with a 500.
             let data = &event.data;
             if data.order_no.contains('\0')
-                || data.payment_id.contains('\0')
+                || data.payment_id.as_str().contains('\0')
                 || data
                     .merchant_reference
                     .as_deref()

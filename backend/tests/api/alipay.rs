@@ -603,20 +603,32 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
         .find(|r| r.amount_cents == 500)
         .expect("the first refund");
 
+    let charged: api_types::PlatformPaymentId = sqlx::query_scalar::<_, String>(
+        "SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+    )
+    .bind(&order.order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("the charge")
+    .parse()
+    .expect("an id");
     let found = connector
         .query_refund(RefundRef {
             order_no: &order.order_no,
             refund_no: &first.refund_no,
+            payment_id: &charged,
         })
         .await
         .expect("an answer")
         .expect("Alipay has it");
     assert_eq!(found.status, api_types::platform::RefundStatus::Succeeded);
     assert_eq!(found.amount_cents, 500);
+    assert_eq!(found.payment_id, charged.as_str());
     let none = connector
         .query_refund(RefundRef {
             order_no: &order.order_no,
             refund_no: "rf_never_made",
+            payment_id: &charged,
         })
         .await
         .expect("an answer");
