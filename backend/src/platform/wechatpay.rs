@@ -115,8 +115,8 @@ impl WechatPay {
                 method,
                 format!("{}{path_with_query}", self.settings.api_url),
             )
-            .header(reqwest::header::AUTHORIZATION, authorization.header_value())
-            .header(reqwest::header::ACCEPT, "application/json");
+            // `Accept` and `User-Agent` come with the client (`super::http_client`).
+            .header(reqwest::header::AUTHORIZATION, authorization.header_value());
         if !body.is_empty() {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")

@@ -4,7 +4,10 @@
 //! the way Alipay posts them: form parameters signed RSA2 with the platform
 //! key over the sorted parameters without `sign` and `sign_type`.
 
-use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
+use crate::helpers::{
+    TestApp, calls_identifying_us, platform_keys, serve_platform_sim, silent_platform,
+    spawn_app_with,
+};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{OrderStatus, RefundStatus as OurRefundStatus};
@@ -210,6 +213,9 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
     assert_eq!(outcomes, ["CHARGED", "IGNORED_ORDER_FINAL"], "{outcomes:?}");
     assert!(app.anomalies(&order.order_no).await.is_empty());
     assert_eq!(app.count("refunds").await, 0, "no automatic refund");
+    // Every call to the gateway said who made it and that it reads JSON.
+    let calls = calls_identifying_us(&simulator, "/gateway.do");
+    assert!(!calls.is_empty(), "the precreate went to the gateway");
     app.assert_invariants().await;
 }
 

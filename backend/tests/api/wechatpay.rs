@@ -4,12 +4,15 @@
 //! WeChat Pay posts them: an envelope signed with the platform key whose
 //! resource is AES-256-GCM encrypted with the APIv3 key.
 
-use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
+use crate::helpers::{
+    TestApp, calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim,
+    silent_platform, spawn_app_with,
+};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{Config, PlatformKind, WechatPayConfig};
-use backend::platform::{CloseAnswer, PaymentRef, Platform};
+use backend::platform::{CloseAnswer, PaymentRef, Platform, RefundRef};
 use platform_protocols::keys;
 use platform_protocols::wechatpay::{
     EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, RefundNotification,
@@ -570,6 +573,84 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
     }
     assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
     assert_eq!(app.ledger_rows(Some(&order.order_no), "REFUND").await, 1);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn every_request_to_wechat_pay_says_who_is_calling_and_that_it_reads_json() {
+    let (app, simulator, url) = spawn_wechatpay_app(
+        platform_sim::Chaos::default(),
+        Duration::from_millis(300),
+        |_| {},
+    )
+    .await;
+    // Hand-over, notification, refund (which queries first) by the backend itself...
+    let (_, order) = app.cny_order(10_000, 2_000).await;
+    let payment_id = app.submitted_payment(&order).await;
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+    let answer = post_refund(
+        &app,
+        &order.order_no,
+        Some(&Uuid::new_v4().to_string()),
+        &json!({"amount_cents": 500, "reason": "one item returned"}),
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::ACCEPTED);
+    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
+    // ...and query, close and refund query through the same connector.
+    let connector = Platform::wechatpay(
+        wechatpay_config(&url).load().expect("settings load"),
+        "http://127.0.0.1:9".into(),
+    )
+    .expect("connector");
+    let paid = PaymentRef {
+        order_no: &order.order_no,
+        payment_id,
+    };
+    let state = connector
+        .query(paid)
+        .await
+        .expect("an answer")
+        .expect("WeChat Pay has it");
+    assert_eq!(state.status, api_types::platform::PaymentStatus::Succeeded);
+    assert_eq!(
+        connector.close(paid).await.expect("an answer"),
+        CloseAnswer::AlreadyPaid
+    );
+    let charged = state
+        .payment_id
+        .expect("a paid order has its transaction_id");
+    let refund = connector
+        .query_refund(RefundRef {
+            order_no: &order.order_no,
+            refund_no: &refunds[0].refund_no,
+            payment_id: &charged,
+        })
+        .await
+        .expect("an answer")
+        .expect("WeChat Pay has the refund");
+    assert_eq!(refund.amount_cents, 500);
+
+    let calls = calls_identifying_us(&simulator, "/v3/");
+    let out_trade_no = &order.order_no;
+    for call in [
+        "POST /v3/pay/transactions/native".to_owned(),
+        format!("GET /v3/pay/transactions/out-trade-no/{out_trade_no}"),
+        format!("POST /v3/pay/transactions/out-trade-no/{out_trade_no}/close"),
+        "POST /v3/refund/domestic/refunds".to_owned(),
+        format!("GET /v3/refund/domestic/refunds/{}", refunds[0].refund_no),
+    ] {
+        assert!(calls.contains(&call), "no {call} among {calls:?}");
+    }
+    let agent = our_user_agent();
+    assert!(
+        agent.starts_with("exactly-once-checkout/") && agent.ends_with(')'),
+        "{agent}"
+    );
     app.assert_invariants().await;
 }
 
