@@ -9,6 +9,7 @@
 pub use crate::enums::CallbackType;
 use crate::enums::{AnomalyKind, CallbackOutcome, LedgerKind, ReconClass};
 use crate::money::Currency;
+use crate::platform::PlatformPaymentId;
 use crate::status::OrderStatus;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -384,8 +385,8 @@ pub struct CallbackData {
     pub amount_cents: i64,
     /// Currency of the amount.
     pub currency: Currency,
-    /// The platform's payment id.
-    pub payment_id: String,
+    /// The platform's payment id (never empty: a result names the payment it is about).
+    pub payment_id: PlatformPaymentId,
     /// The checkout's payment id (the attempt) the platform was handed, echoed
     /// back. When present it must name the order's attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]

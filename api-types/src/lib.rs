@@ -5,7 +5,9 @@
 //! payment attempt's ([`attempt`]), money in
 //! integer minor units ([`money`]), the other fixed sets of names the backend
 //! stores and shows ([`enums`]) and the error body with its stable codes
-//! ([`error`]). It has no business logic and compiles for `wasm32` and native.
+//! ([`error`]), and the platform's side of the contract ([`platform`], with
+//! [`PlatformPaymentId`], a platform's id for a payment, which is never
+//! empty). It has no business logic and compiles for `wasm32` and native.
 //! With the `sqlx` feature (the backend's), these types also read and write
 //! PostgreSQL text columns.
 
@@ -30,4 +32,5 @@ pub use enums::{
 };
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use money::{Currency, CurrencyError, format_minor};
+pub use platform::{EmptyPlatformPaymentId, PlatformPaymentId};
 pub use status::OrderStatus;

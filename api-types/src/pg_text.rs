@@ -9,14 +9,17 @@
 //! such a value makes each new connection look its OID up first.
 
 use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, ReconClass};
-use crate::{AttemptStatus, Currency, OrderStatus, RefundRequester, RefundStatus};
+use crate::{
+    AttemptStatus, Currency, OrderStatus, PlatformPaymentId, RefundRequester, RefundStatus,
+};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueRef};
 use sqlx::{Decode, Encode, Postgres, Type};
 
 /// Implements `Type`, `Encode` and `Decode` for PostgreSQL `text` through the
-/// type's `as_str` and `FromStr`: an unknown spelling in a row is a decode error.
+/// type's `as_str` and `FromStr`: an unknown spelling in a row (or an empty
+/// platform payment id) is a decode error.
 macro_rules! text_column {
     ($($ty:ty),+ $(,)?) => {$(
         impl Type<Postgres> for $ty {
@@ -54,4 +57,5 @@ text_column!(
     RefundStatus,
     RefundRequester,
     ReconClass,
+    PlatformPaymentId,
 );

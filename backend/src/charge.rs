@@ -126,7 +126,7 @@ impl VerifiedCallback {
             order_no: &data.order_no,
             event_type: self.event.kind,
             body_sha256: &self.body_sha256,
-            payment_id: &data.payment_id,
+            payment_id: data.payment_id.as_str(),
             merchant_reference: data.merchant_reference.as_deref(),
             amount_cents: data.amount_cents,
             currency: data.currency.as_str(),
@@ -488,7 +488,7 @@ pub(crate) async fn apply_in_tx(
             body_sha256: &callback.body_sha256,
             event_type: callback.event.kind,
             order_no: &order.order_no,
-            payment_id: &data.payment_id,
+            payment_id: data.payment_id.as_str(),
             outcome: decision.outcome(),
         },
     )
@@ -521,7 +521,7 @@ async fn execute(
                     account_id: order.account_id,
                     amount_cents: order.amount_cents,
                     currency: order.currency,
-                    payment_id: &callback.event.data.payment_id,
+                    payment_id: callback.event.data.payment_id.as_str(),
                 },
             )
             .await?;

@@ -124,7 +124,7 @@ pub(crate) async fn start_automatic(
 ) -> Result<(), ApiError> {
     let data = &callback.event.data;
     if order.status == OrderStatus::Pending
-        && order.attempt_platform_payment_id.as_deref() == Some(data.payment_id.as_str())
+        && order.attempt_platform_payment_id.as_ref() == Some(&data.payment_id)
     {
         // The order's own payment under a wrong reference: it may still be
         // charged, so it is not given back; the anomaly asks a person to look.
@@ -144,7 +144,7 @@ pub(crate) async fn start_automatic(
             amount_cents: data.amount_cents,
             currency: data.currency,
             reason: &reason,
-            platform_payment_id: &data.payment_id,
+            platform_payment_id: data.payment_id.as_str(),
             requested_by: RefundRequester::Automatic,
             cause_callback_id: Some(&callback.callback_id),
         },
@@ -472,7 +472,7 @@ async fn claim(
             body_sha256: &callback.body_sha256,
             event_type: callback.event.kind,
             order_no: &data.order_no,
-            payment_id: &data.payment_id,
+            payment_id: data.payment_id.as_str(),
             outcome,
         },
     )

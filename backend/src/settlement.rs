@@ -31,7 +31,7 @@ use crate::faults;
 use crate::platform::{CloseAnswer, Platform, RefundRef};
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
-use api_types::{AnomalyKind, CallbackOutcome};
+use api_types::{AnomalyKind, AttemptStatus, CallbackOutcome, PlatformPaymentId};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -132,6 +132,7 @@ pub async fn query_refund_one(
         .query_refund(RefundRef {
             order_no: &claimed.order_no,
             refund_no: &claimed.refund_no,
+            payment_id: &claimed.platform_payment_id,
         })
         .await;
     let decided = match &answer {
@@ -188,7 +189,10 @@ pub async fn query_refund_one(
     Ok(true)
 }
 
-/// A platform's refund answer as the refund event the callback transaction applies.
+/// A platform's refund answer as the refund event the callback transaction
+/// applies. The refunded payment is named as our refund row has it: the
+/// answer's own words for it are not needed to book the refund, and a
+/// platform may leave them out.
 fn refund_statement(
     claimed: &crate::db::refunds::ClaimedRefund,
     state: &api_types::platform::RefundState,
@@ -211,7 +215,7 @@ fn refund_statement(
             order_no: claimed.order_no.clone(),
             amount_cents: state.amount_cents,
             currency: state.currency,
-            payment_id: state.payment_id.clone(),
+            payment_id: claimed.platform_payment_id.clone(),
             merchant_reference: None,
             refund_no: Some(state.refund_no.clone()),
             refund_id: Some(state.refund_id.clone()),
@@ -235,7 +239,7 @@ pub async fn query_one(
     let _enter = span.enter();
     match platform.query(claimed.payment_ref()).await {
         Ok(Some(state)) if is_decided(state.status) => {
-            tracing::info!(status = ?state.status, platform_payment_id = %state.payment_id, "query: the platform has a result");
+            tracing::info!(status = ?state.status, platform_payment_id = named(&state), "query: the platform has a result");
             if !apply_state(&mut tx, &claimed, &state).await? {
                 no_result(&mut tx, &claimed, schedule, None).await?;
             }
@@ -245,8 +249,12 @@ pub async fn query_one(
             close(&mut tx, &claimed).await?;
         }
         Ok(Some(state)) => {
-            tracing::info!(platform_payment_id = %state.payment_id, "query: still processing");
-            no_result(&mut tx, &claimed, schedule, Some(&state.payment_id)).await?;
+            tracing::info!(
+                platform_payment_id = named(&state),
+                "query: still processing"
+            );
+            let learned = still_open_learns(platform, &claimed, &state);
+            no_result(&mut tx, &claimed, schedule, learned).await?;
         }
         Ok(None) => {
             tracing::info!(attempt = %claimed.status, "query: the platform does not have the payment (yet)");
@@ -350,16 +358,57 @@ const fn is_decided(status: PaymentStatus) -> bool {
     matches!(status, PaymentStatus::Succeeded | PaymentStatus::Failed)
 }
 
+/// The platform's payment id an answer names, for the log.
+fn named(state: &PaymentState) -> &str {
+    state
+        .payment_id
+        .as_ref()
+        .map_or("(none yet)", PlatformPaymentId::as_str)
+}
+
+/// The platform payment id a still-open answer teaches the attempt, if any.
+/// Recording one also marks an attempt whose hand-over answer was lost as
+/// handed over (`SUBMITTED`, `attempts::record_query`), so the dispatcher no
+/// longer sends it. That is right where the hand-over's answer carries
+/// nothing more than the id; where it carries the code the shopper scans
+/// (WeChat Pay's `code_url`, Alipay's `qr_code`), only the hand-over sent
+/// again brings the code, so an attempt not yet accepted stays as it is
+/// (`UNKNOWN`) and is sent again with the same `out_trade_no`. An answer
+/// without an id (WeChat Pay's `NOTPAY`, which names no `transaction_id`)
+/// teaches nothing.
+fn still_open_learns<'a>(
+    platform: &Platform,
+    claimed: &attempts::Claimed,
+    state: &'a PaymentState,
+) -> Option<&'a PlatformPaymentId> {
+    let accepted = claimed.status == AttemptStatus::Submitted;
+    state
+        .payment_id
+        .as_ref()
+        .filter(|_| accepted || !platform.kind().pays_by_qr_code())
+}
+
 /// Books a SUCCEEDED or FAILED answer through the callback's transaction body.
 /// Returns whether the order is settled; false when the answer could not be
 /// booked (it names another payment, differs in amount, or was recorded
 /// before without settling): flagged for a person, the order left PENDING.
+///
+/// The event names the platform payment as the answer does, or as the
+/// attempt recorded it. An answer that names none where we know none either
+/// ([`unnamed`]) is never booked under a made-up id.
 async fn apply_state(
     tx: &mut Transaction<'_, Postgres>,
     claimed: &attempts::Claimed,
     state: &PaymentState,
 ) -> anyhow::Result<bool> {
-    let event = statement(claimed, state);
+    let Some(platform_payment_id) = state
+        .payment_id
+        .as_ref()
+        .or(claimed.platform_payment_id.as_ref())
+    else {
+        return unnamed(tx, claimed, state).await;
+    };
+    let event = statement(claimed, state, platform_payment_id);
     match charge::apply_in_tx(tx, &event)
         .await
         .map_err(anyhow::Error::from)?
@@ -390,10 +439,48 @@ async fn apply_state(
     }
 }
 
+/// A decided answer that names no platform payment, for an attempt that has
+/// none recorded (WeChat Pay names a `transaction_id` only for a paid order,
+/// so a failed one it reports, `PAYERROR`, has none). A failure needs no
+/// platform id to be booked: the order is FAILED, its hold released and the
+/// attempt FAILED with no platform id, under the claim's lock, as the
+/// callback transaction fails a PENDING order. A success cannot be booked
+/// without the payment it took: it is left to the notification (or a later
+/// answer that names it), and the order stays PENDING.
+async fn unnamed(
+    tx: &mut Transaction<'_, Postgres>,
+    claimed: &attempts::Claimed,
+    state: &PaymentState,
+) -> anyhow::Result<bool> {
+    if state.status != PaymentStatus::Failed {
+        tracing::warn!(status = ?state.status, "the platform's answer names no payment; not booked, asking again later");
+        return Ok(false);
+    }
+    anyhow::ensure!(
+        orders::mark_failed(&mut **tx, &claimed.order_no, "PAYMENT_FAILED").await?,
+        "order {} left PENDING under our lock",
+        claimed.order_no
+    );
+    anyhow::ensure!(
+        crate::db::accounts::release(&mut **tx, claimed.account_id, claimed.amount_cents).await?,
+        "the hold of order {} is missing",
+        claimed.order_no
+    );
+    attempts::settle(&mut **tx, &claimed.order_no, AttemptStatus::Failed, None).await?;
+    tracing::info!(
+        "the platform reports the payment failed (naming no payment id); the order is FAILED, its hold released"
+    );
+    Ok(true)
+}
+
 /// The platform's answer as the event the callback transaction applies. Its
 /// id is stable per payment and result, so the same answer applied twice is a
 /// duplicate, and its body digest is computed from the facts (not a clock).
-fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallback {
+fn statement(
+    claimed: &attempts::Claimed,
+    state: &PaymentState,
+    platform_payment_id: &PlatformPaymentId,
+) -> VerifiedCallback {
     let kind = if state.status == PaymentStatus::Succeeded {
         CallbackType::PaymentSucceeded
     } else {
@@ -401,8 +488,8 @@ fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallb
     };
     let callback_id = format!("query:{}:{}", claimed.payment_id, kind.as_str());
     let facts = format!(
-        "{callback_id}|{}|{}|{}|{}",
-        claimed.order_no, state.amount_cents, state.currency, state.payment_id
+        "{callback_id}|{}|{}|{}|{platform_payment_id}",
+        claimed.order_no, state.amount_cents, state.currency
     );
     query_event(
         callback_id,
@@ -412,7 +499,7 @@ fn statement(claimed: &attempts::Claimed, state: &PaymentState) -> VerifiedCallb
             order_no: claimed.order_no.clone(),
             amount_cents: state.amount_cents,
             currency: state.currency,
-            payment_id: state.payment_id.clone(),
+            payment_id: platform_payment_id.clone(),
             merchant_reference: state.merchant_reference.clone(),
             refund_no: None,
             refund_id: None,
@@ -447,7 +534,7 @@ async fn no_result(
     tx: &mut Transaction<'_, Postgres>,
     claimed: &attempts::Claimed,
     schedule: QuerySchedule,
-    platform_payment_id: Option<&str>,
+    platform_payment_id: Option<&PlatformPaymentId>,
 ) -> anyhow::Result<()> {
     let queries = attempts::record_query(
         &mut **tx,
@@ -464,7 +551,7 @@ async fn no_result(
             AnomalyKind::StuckPayment,
             json!({
                 "payment_id": claimed.payment_id,
-                "platform_payment_id": claimed.platform_payment_id.as_deref().or(platform_payment_id),
+                "platform_payment_id": claimed.platform_payment_id.as_ref().or(platform_payment_id),
                 "attempt_status": claimed.status,
                 "queries": queries,
                 "note": "the platform has no result for this payment after every scheduled query; \

@@ -20,11 +20,12 @@
 #![warn(missing_docs)]
 
 use api_types::Currency;
-use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
+use api_types::api::{CallbackType, EventTimestamp};
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
 use sha2::Sha256;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -332,17 +333,17 @@ pub struct PaymentResult<'a> {
     pub merchant_reference: Option<&'a str>,
 }
 
-/// The callback event for `result`, stamped `at` (RFC 3339 in the body).
-pub fn event(result: &PaymentResult<'_>, at: OffsetDateTime) -> CallbackEvent {
-    CallbackEvent {
+/// The callback body for `result`, stamped `at` (RFC 3339 in the body).
+fn event<'a>(result: &PaymentResult<'a>, at: OffsetDateTime) -> WireEvent<'a> {
+    WireEvent {
         kind: result.kind,
         timestamp: EventTimestamp::Text(at.format(&Rfc3339).unwrap_or_else(|_| at.to_string())),
-        data: CallbackData {
-            order_no: result.order_no.to_owned(),
+        data: WireData {
+            order_no: result.order_no,
             amount_cents: result.amount_cents,
             currency: result.currency,
-            payment_id: result.payment_id.to_owned(),
-            merchant_reference: result.merchant_reference.map(str::to_owned),
+            payment_id: result.payment_id,
+            merchant_reference: result.merchant_reference,
             refund_no: None,
             refund_id: None,
         },
@@ -375,9 +376,9 @@ pub struct RefundResult<'a> {
     pub merchant_reference: Option<&'a str>,
 }
 
-/// The callback event for a refund's `result`, stamped `at`: a payment's
+/// The callback body for a refund's `result`, stamped `at`: a payment's
 /// event with the refund's amount and the two refund fields filled.
-pub fn refund_event(result: &RefundResult<'_>, at: OffsetDateTime) -> CallbackEvent {
+fn refund_event<'a>(result: &RefundResult<'a>, at: OffsetDateTime) -> WireEvent<'a> {
     let mut event = event(
         &PaymentResult {
             kind: result.kind,
@@ -389,8 +390,8 @@ pub fn refund_event(result: &RefundResult<'_>, at: OffsetDateTime) -> CallbackEv
         },
         at,
     );
-    event.data.refund_no = Some(result.refund_no.to_owned());
-    event.data.refund_id = Some(result.refund_id.to_owned());
+    event.data.refund_no = Some(result.refund_no);
+    event.data.refund_id = Some(result.refund_id);
     event
 }
 
@@ -399,7 +400,34 @@ pub fn refund_event_body(result: &RefundResult<'_>, at: OffsetDateTime) -> Vec<u
     to_body(&refund_event(result, at))
 }
 
-fn to_body(event: &CallbackEvent) -> Vec<u8> {
+/// A callback body as the platform writes it: the fields of the receiver's
+/// [`CallbackEvent`](api_types::api::CallbackEvent), borrowed. The receiver's type checks what it reads (a
+/// platform payment id is never empty there); the sender writes what it is
+/// given, so a test can also send what a receiver must refuse.
+#[derive(Debug, Serialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type")]
+    kind: CallbackType,
+    timestamp: EventTimestamp,
+    data: WireData<'a>,
+}
+
+/// [`CallbackData`](api_types::api::CallbackData)'s fields, borrowed, in its order and with its optional fields left out when `None`.
+#[derive(Debug, Serialize)]
+struct WireData<'a> {
+    order_no: &'a str,
+    amount_cents: i64,
+    currency: Currency,
+    payment_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merchant_reference: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refund_no: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refund_id: Option<&'a str>,
+}
+
+fn to_body(event: &WireEvent<'_>) -> Vec<u8> {
     // A struct of strings, integers and unit enums always serialises.
     serde_json::to_vec(event).unwrap_or_default()
 }
@@ -407,6 +435,7 @@ fn to_body(event: &CallbackEvent) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use api_types::api::{CallbackData, CallbackEvent};
 
     fn secret_of(bytes: usize) -> String {
         format!(
@@ -794,7 +823,7 @@ mod tests {
                 order_no: "ord_1".into(),
                 amount_cents: 500,
                 currency: "EUR".parse().expect("a currency"),
-                payment_id: "pay_1".into(),
+                payment_id: "pay_1".parse().expect("an id"),
                 merchant_reference: Some("ref_1".into()),
                 refund_no: Some("rfn_1".into()),
                 refund_id: Some("rf_1".into()),

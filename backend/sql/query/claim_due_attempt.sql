@@ -9,7 +9,7 @@ WITH due AS (
        AND coalesce(submitted_at, created_at) <= now() - make_interval(secs => $1)
      ORDER BY coalesce(submitted_at, created_at) LIMIT $2)
 )
-SELECT o.order_no, p.payment_id, p.platform_payment_id,
+SELECT o.order_no, p.payment_id, p.platform_payment_id AS "platform_payment_id: PlatformPaymentId",
        p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
 FROM due JOIN payment_attempts p ON p.payment_id = due.payment_id
      JOIN orders o ON o.order_no = p.order_no

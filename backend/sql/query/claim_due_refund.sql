@@ -8,7 +8,7 @@ WITH due AS (
        AND coalesce(submitted_at, created_at) <= now() - make_interval(secs => $1)
      ORDER BY coalesce(submitted_at, created_at) LIMIT $2)
 )
-SELECT r.refund_no, r.order_no
+SELECT r.refund_no, r.order_no, r.platform_payment_id AS "platform_payment_id: PlatformPaymentId"
 FROM due JOIN refunds r ON r.refund_no = due.refund_no
      JOIN orders o ON o.order_no = r.order_no
 WHERE r.status = 'PENDING'

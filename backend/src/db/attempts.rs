@@ -1,7 +1,7 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
 use crate::tokens::TokenFingerprint;
-use api_types::{AttemptStatus, Currency};
+use api_types::{AttemptStatus, Currency, PlatformPaymentId};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -144,7 +144,7 @@ pub struct Submitted {
     /// Our payment id.
     pub payment_id: Uuid,
     /// The platform's id for the payment, when it gave one at once.
-    pub platform_payment_id: Option<String>,
+    pub platform_payment_id: Option<PlatformPaymentId>,
     /// The code the shopper scans, when the platform pays by QR code.
     pub qr_code: Option<String>,
 }
@@ -161,7 +161,11 @@ pub async fn mark_submitted(
     let ids: Vec<Uuid> = handed_over.iter().map(|h| h.payment_id).collect();
     let platform_ids: Vec<Option<&str>> = handed_over
         .iter()
-        .map(|h| h.platform_payment_id.as_deref())
+        .map(|h| {
+            h.platform_payment_id
+                .as_ref()
+                .map(PlatformPaymentId::as_str)
+        })
         .collect();
     let qr_codes: Vec<Option<&str>> = handed_over.iter().map(|h| h.qr_code.as_deref()).collect();
     sqlx::query_file!(
@@ -207,13 +211,13 @@ pub async fn settle(
     db: impl PgExecutor<'_>,
     order_no: &str,
     status: AttemptStatus,
-    platform_payment_id: Option<&str>,
+    platform_payment_id: Option<&PlatformPaymentId>,
 ) -> sqlx::Result<()> {
     sqlx::query_file!(
         "sql/callback/settle_attempt.sql",
         order_no,
         status.as_str(),
-        platform_payment_id
+        platform_payment_id.map(PlatformPaymentId::as_str)
     )
     .execute(db)
     .await?;
@@ -276,7 +280,7 @@ pub struct Claimed {
     /// Our payment id, the platform's merchant reference.
     pub payment_id: Uuid,
     /// The platform's id, when recorded.
-    pub platform_payment_id: Option<String>,
+    pub platform_payment_id: Option<PlatformPaymentId>,
     /// Where the attempt stands (`CREATED`, `SUBMITTED` or `UNKNOWN`).
     pub status: AttemptStatus,
     /// The order's account (its hold is released when the order closes).
@@ -339,7 +343,8 @@ pub async fn claim_expired(
 ) -> sqlx::Result<Option<Claimed>> {
     sqlx::query_as!(
         Claimed,
-        r#"SELECT o.order_no, p.payment_id, p.platform_payment_id,
+        r#"SELECT o.order_no, p.payment_id,
+                  p.platform_payment_id AS "platform_payment_id: PlatformPaymentId",
                   p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
            FROM orders o JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.status = 'PENDING' AND o.expires_at <= now()
@@ -356,14 +361,16 @@ pub async fn claim_expired(
 
 /// Counts a query that brought no result and schedules the next one
 /// `next_in_secs` from now. A platform id the answer revealed is recorded, and
-/// an attempt the platform turned out to have is `SUBMITTED`. Returns the
-/// queries made so far.
+/// an attempt the platform turned out to have is `SUBMITTED` (the caller
+/// passes no id where that must not happen: an answer without one, or a
+/// platform whose hand-over answer brings the code the shopper scans, see
+/// `settlement::query_one`). Returns the queries made so far.
 #[tracing::instrument(name = "db.attempts.record_query", skip(db))]
 pub async fn record_query(
     db: impl PgExecutor<'_>,
     payment_id: Uuid,
     next_in_secs: f64,
-    platform_payment_id: Option<&str>,
+    platform_payment_id: Option<&PlatformPaymentId>,
 ) -> sqlx::Result<i32> {
     sqlx::query_scalar!(
         "UPDATE payment_attempts
@@ -378,7 +385,7 @@ pub async fn record_query(
          RETURNING queries",
         payment_id,
         next_in_secs,
-        platform_payment_id,
+        platform_payment_id.map(PlatformPaymentId::as_str),
     )
     .fetch_one(db)
     .await

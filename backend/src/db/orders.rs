@@ -1,7 +1,7 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
 use crate::tokens::TokenFingerprint;
-use api_types::{AttemptStatus, Currency, OrderStatus};
+use api_types::{AttemptStatus, Currency, OrderStatus, PlatformPaymentId};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -185,7 +185,7 @@ pub struct LockedOrder {
     /// The order's payment attempt (our payment id), if it has one.
     pub attempt_payment_id: Option<Uuid>,
     /// The platform's id for that payment, once recorded.
-    pub attempt_platform_payment_id: Option<String>,
+    pub attempt_platform_payment_id: Option<PlatformPaymentId>,
 }
 
 impl LockedOrder {
@@ -203,7 +203,7 @@ impl LockedOrder {
     /// since only one payment per order was ever handed over.
     pub fn reference(
         &self,
-        platform_payment_id: &str,
+        platform_payment_id: &PlatformPaymentId,
         merchant_reference: Option<&str>,
     ) -> crate::charge::Reference {
         use crate::charge::Reference;

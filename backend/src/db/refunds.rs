@@ -4,7 +4,7 @@
 //! `refunded <= reserved <= charge` whatever the code does.
 
 use crate::db::attempts::DUE_CANDIDATES;
-use api_types::{Currency, RefundRequester, RefundStatus};
+use api_types::{Currency, PlatformPaymentId, RefundRequester, RefundStatus};
 use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -365,6 +365,8 @@ pub struct ClaimedRefund {
     pub refund_no: String,
     /// The order refunded.
     pub order_no: String,
+    /// The platform payment refunded.
+    pub platform_payment_id: PlatformPaymentId,
 }
 
 /// Claims one PENDING refund due for a query: its `next_query_at`, or

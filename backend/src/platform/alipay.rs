@@ -14,7 +14,7 @@
 //! |---|---|
 //! | order number | `out_trade_no` (so an order has one Alipay trade) |
 //! | payment id (the attempt) | `passback_params`, echoed back in notifications (query answers do not carry it: the query takes the attempt's from [`PaymentRef`]) |
-//! | platform payment id | `trade_no` (known once the trade is paid; precreate answers none) |
+//! | platform payment id | `trade_no` (precreate answers none; a query answer without one has `None`, never "") |
 //! | refund number | `out_request_no` (in notifications `out_biz_no`); Alipay has no id of its own for a refund, so the refund number stands for it |
 //! | amounts in fen | yuan strings, converted exactly by `platform_protocols::money` |
 //!
@@ -36,8 +36,8 @@ use super::{
 };
 use crate::config::AlipaySettings;
 use crate::db::attempts::AttemptRow;
-use api_types::Currency;
 use api_types::platform::{PaymentState, PaymentStatus, RefundState, RefundStatus};
+use api_types::{Currency, PlatformPaymentId};
 use platform_protocols::alipay::{
     self as ali, CloseResponse, CommonResponse, Method, PrecreateBiz, PrecreateResponse,
     QueryResponse, RefundBiz, RefundQueryBiz, RefundQueryResponse, RefundQueryStatus,
@@ -342,6 +342,7 @@ impl Alipay {
                     refund_id: refund.refund_no.clone(),
                     payment_id: answer
                         .trade_no
+                        .filter(|trade_no| !trade_no.is_empty())
                         .unwrap_or_else(|| refund.platform_payment_id.clone()),
                     refund_no: refund.refund_no.clone(),
                     amount_cents: refund.amount_cents,
@@ -398,7 +399,11 @@ impl Alipay {
                 })?;
                 Ok(Some(RefundState {
                     refund_id: refund.refund_no.to_owned(),
-                    payment_id: answer.trade_no.unwrap_or_default(),
+                    // The refunded trade: Alipay's words for it, or ours when it leaves them out.
+                    payment_id: answer
+                        .trade_no
+                        .filter(|trade_no| !trade_no.is_empty())
+                        .unwrap_or_else(|| refund.payment_id.to_string()),
                     refund_no: refund.refund_no.to_owned(),
                     amount_cents,
                     currency: Currency::CNY,
@@ -442,7 +447,8 @@ pub(crate) fn payment_state(
         TradeStatus::TradeClosed => PaymentStatus::Closed,
     };
     Ok(PaymentState {
-        payment_id: answer.trade_no.clone().unwrap_or_default(),
+        // Absent (or empty) until Alipay has a trade to name: `None`, never "".
+        payment_id: PlatformPaymentId::from_optional(answer.trade_no.as_deref()),
         order_no: payment.order_no.to_owned(),
         merchant_reference: Some(payment.payment_id.to_string()),
         amount_cents,
@@ -506,6 +512,25 @@ mod tests {
         let full = payment_state(&answer(TradeStatus::TradeSuccess, true), payment).expect("ok");
         assert_eq!(full.amount_cents, 1250);
         assert_eq!(full.merchant_reference, Some(payment_id.to_string()));
+        assert_eq!(
+            full.payment_id,
+            PlatformPaymentId::new("2026120322001400000000000001").ok()
+        );
+    }
+
+    #[test]
+    fn a_waiting_trade_without_trade_no_has_no_platform_payment_id() {
+        let payment = PaymentRef {
+            order_no: "T1",
+            payment_id: Uuid::new_v4(),
+        };
+        for trade_no in [None, Some(String::new())] {
+            let mut waiting = answer(TradeStatus::WaitBuyerPay, false);
+            waiting.trade_no = trade_no.clone();
+            let state = payment_state(&waiting, payment).expect("readable");
+            assert_eq!(state.status, PaymentStatus::Processing);
+            assert_eq!(state.payment_id, None, "{trade_no:?}");
+        }
     }
 
     #[test]

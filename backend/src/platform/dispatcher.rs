@@ -86,7 +86,7 @@ pub async fn dispatch(
         })
         .await?;
     tracing::info!(payment_id = %attempt.payment_id, order_no = %attempt.order_no,
-        platform_payment_id = platform_payment_id.as_deref().unwrap_or("(none yet)"),
+        platform_payment_id = platform_payment_id.as_ref().map_or("(none yet)", |id| id.as_str()),
         qr_code, "payment handed to the platform");
     Ok(())
 }

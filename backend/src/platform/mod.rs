@@ -27,6 +27,7 @@ pub mod wechatpay;
 
 use crate::config::{AlipaySettings, PlatformKind, WechatPaySettings};
 use crate::db::attempts::AttemptRow;
+use api_types::PlatformPaymentId;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 #[cfg(feature = "sandbox")]
 use platform_sim::{SimConfig, Simulator};
@@ -80,7 +81,7 @@ enum Connector {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandedOver {
     /// The platform's id for the payment (WeChat Pay and Alipay give none before it is paid).
-    pub platform_payment_id: Option<String>,
+    pub platform_payment_id: Option<PlatformPaymentId>,
     /// The payment link the page shows as a QR code (`code_url`, `qr_code`).
     pub qr_code: Option<String>,
 }
@@ -103,6 +104,8 @@ pub struct RefundRef<'a> {
     pub order_no: &'a str,
     /// Our refund number, the platform's idempotency key for it.
     pub refund_no: &'a str,
+    /// The platform payment refunded (what an answer that leaves it out is about).
+    pub payment_id: &'a PlatformPaymentId,
 }
 
 impl Platform {
@@ -284,7 +287,7 @@ impl Platform {
             }
         };
         Ok(HandedOver {
-            platform_payment_id: Some(id).filter(|id| !id.is_empty()),
+            platform_payment_id: id,
             qr_code: None,
         })
     }
@@ -455,10 +458,39 @@ pub enum BillError {
 /// The HTTP client every connector speaks to its platform with: a call that
 /// gets no answer within 10 s is no answer (the hand-over stays UNKNOWN, a
 /// query is asked again later).
+///
+/// Every request says who is calling ([`user_agent`]) and that it reads JSON
+/// (`Accept: application/json`). WeChat Pay API v3 requires both on every
+/// call and refuses a request without them (400 `INVALID_REQUEST`, "Http头缺少
+/// Accept或User-Agent"), so they are the client's defaults, not something each
+/// call has to remember.
 fn http_client() -> reqwest::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
     reqwest::Client::builder()
+        .user_agent(user_agent())
+        .default_headers(headers)
         .timeout(std::time::Duration::from_secs(10))
         .build()
+}
+
+/// The product part of [`user_agent`]: `exactly-once-checkout/<version>`.
+const PRODUCT: &str = concat!("exactly-once-checkout/", env!("CARGO_PKG_VERSION"));
+
+/// What every platform request sends as `User-Agent`: the product and its
+/// version, then the operating system and architecture, as WeChat Pay's API
+/// v3 rules ask a client to identify itself (its own SDKs send e.g.
+/// `WechatPay-Go/0.2.18 (linux/amd64) GO/go1.20`):
+/// `exactly-once-checkout/0.1.0 (linux/x86_64)`.
+pub fn user_agent() -> String {
+    format!(
+        "{PRODUCT} ({}/{})",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 /// Where the checkout's own protocol posts its callbacks.

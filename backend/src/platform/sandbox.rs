@@ -3,6 +3,7 @@
 //! with the process (see [`super::Platform::forget_in_process_hand_overs`]).
 
 use super::{CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
+use api_types::PlatformPaymentId;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 use platform_sim::{SimError, Simulator};
 
@@ -16,13 +17,13 @@ impl Sandbox {
         &self,
         key: &str,
         request: CreatePayment,
-    ) -> Result<String, HandOverError> {
+    ) -> Result<Option<PlatformPaymentId>, HandOverError> {
         let (payment, _) = self
             .0
             .create_payment(key, request)
             .await
             .map_err(|err| HandOverError::Unknown(err.into()))?;
-        Ok(payment.payment_id)
+        Ok(PlatformPaymentId::from_optional(Some(&payment.payment_id)))
     }
 
     /// The payment named by our payment id.
@@ -89,7 +90,7 @@ impl Sandbox {
 /// The simulator's fuller view, as any platform's query answer.
 fn state_of(payment: &platform_sim::Payment) -> PaymentState {
     PaymentState {
-        payment_id: payment.payment_id.clone(),
+        payment_id: PlatformPaymentId::from_optional(Some(&payment.payment_id)),
         order_no: payment.order_no.clone(),
         merchant_reference: payment.merchant_reference.clone(),
         amount_cents: payment.amount_cents,

@@ -5,6 +5,7 @@
 //! (`routes::callbacks`).
 
 use super::{BillError, CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
+use api_types::PlatformPaymentId;
 use api_types::platform::{ALREADY_PAID, CreatePayment, CreateRefund, PaymentState, RefundState};
 
 /// A platform at a base URL, spoken to with our protocol.
@@ -22,12 +23,13 @@ impl Standard {
         Ok(Self { http, base_url })
     }
 
-    /// `POST /v1/payments`; the platform's payment id once it has it.
+    /// `POST /v1/payments`; the platform's payment id once it has it (an
+    /// answer without one, or with an empty one, names none).
     pub(super) async fn hand_over(
         &self,
         key: &str,
         request: &CreatePayment,
-    ) -> Result<String, HandOverError> {
+    ) -> Result<Option<PlatformPaymentId>, HandOverError> {
         let response = self
             .http
             .post(format!("{}/v1/payments", self.base_url))
@@ -48,7 +50,9 @@ impl Standard {
                 "platform answered {status}: {body}"
             )));
         }
-        Ok(body["payment_id"].as_str().unwrap_or_default().to_owned())
+        Ok(PlatformPaymentId::from_optional(
+            body["payment_id"].as_str(),
+        ))
     }
 
     /// `GET /v1/payments/by-reference/{payment id}`.

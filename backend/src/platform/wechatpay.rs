@@ -11,7 +11,7 @@
 //! |---|---|
 //! | order number | `out_trade_no` (so an order has one WeChat Pay transaction) |
 //! | payment id (the attempt) | `attach`, echoed back in query answers and notifications |
-//! | platform payment id | `transaction_id` (known once paid; prepay answers none) |
+//! | platform payment id | `transaction_id` (known once paid: prepay answers none, and a query of an unpaid order has none, so it is `None` until then) |
 //! | refund number | `out_refund_no` |
 //!
 //! Notifications arrive at `/api/payments/callback/wechatpay` (`routes::callbacks`).
@@ -21,8 +21,8 @@ use super::{
 };
 use crate::config::WechatPaySettings;
 use crate::db::attempts::AttemptRow;
-use api_types::Currency;
 use api_types::platform::{PaymentState, PaymentStatus, RefundState, RefundStatus};
+use api_types::{Currency, PlatformPaymentId};
 use platform_protocols::wechatpay::{
     self as wx, CloseRequest, ErrorBody, NativePrepayRequest, NativePrepayResponse, OutTradeNo,
     PrepayAmount, RefundRequest, RefundRequestAmount, TradeState, Transaction, paths,
@@ -115,8 +115,8 @@ impl WechatPay {
                 method,
                 format!("{}{path_with_query}", self.settings.api_url),
             )
-            .header(reqwest::header::AUTHORIZATION, authorization.header_value())
-            .header(reqwest::header::ACCEPT, "application/json");
+            // `Accept` and `User-Agent` come with the client (`super::http_client`).
+            .header(reqwest::header::AUTHORIZATION, authorization.header_value());
         if !body.is_empty() {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -337,10 +337,12 @@ impl WechatPay {
     }
 }
 
-/// A transaction as the checkout's query answer.
+/// A transaction as the checkout's query answer. WeChat Pay names its
+/// `transaction_id` only once the order is paid: before that the answer has
+/// no platform payment id (`None`, never an empty one).
 pub(crate) fn payment_state(transaction: &Transaction) -> PaymentState {
     PaymentState {
-        payment_id: transaction.transaction_id.clone().unwrap_or_default(),
+        payment_id: PlatformPaymentId::from_optional(transaction.transaction_id.as_deref()),
         order_no: transaction.out_trade_no.to_string(),
         merchant_reference: transaction.attach.clone(),
         amount_cents: transaction.amount.total,
@@ -374,5 +376,61 @@ pub(crate) fn refund_status(status: wx::RefundStatus) -> RefundStatus {
         wx::RefundStatus::Success => RefundStatus::Succeeded,
         wx::RefundStatus::Processing => RefundStatus::Processing,
         wx::RefundStatus::Abnormal | wx::RefundStatus::Closed => RefundStatus::Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use platform_protocols::wechatpay::{TradeType, TransactionAmount};
+
+    /// A query answer as WeChat Pay writes it for the order in `trade_state`.
+    fn answer(trade_state: TradeState, transaction_id: Option<&str>) -> Transaction {
+        Transaction {
+            appid: "wxd678efh567hg6787".into(),
+            mchid: "1900009191".into(),
+            out_trade_no: OutTradeNo::parse("ord_0123456789abcdef0123456789ab").expect("fits"),
+            transaction_id: transaction_id.map(str::to_owned),
+            trade_type: transaction_id.map(|_| TradeType::Native),
+            trade_state,
+            trade_state_desc: "订单未支付".into(),
+            bank_type: None,
+            attach: Some("2f7c4f1e-5d7b-4c55-9a39-2d5c1b0e8f11".into()),
+            success_time: None,
+            payer: None,
+            amount: TransactionAmount {
+                total: 1_250,
+                payer_total: None,
+                currency: Currency::CNY,
+                payer_currency: None,
+            },
+        }
+    }
+
+    #[test]
+    fn an_unpaid_order_has_no_platform_payment_id() {
+        for state in [TradeState::NotPay, TradeState::UserPaying] {
+            let unpaid = payment_state(&answer(state, None));
+            assert_eq!(unpaid.payment_id, None, "{state:?}");
+            assert_eq!(unpaid.status, PaymentStatus::Processing, "{state:?}");
+        }
+        // An empty transaction_id names no payment either.
+        assert_eq!(
+            payment_state(&answer(TradeState::NotPay, Some(""))).payment_id,
+            None
+        );
+    }
+
+    #[test]
+    fn a_paid_order_names_its_transaction_id() {
+        let paid = payment_state(&answer(
+            TradeState::Success,
+            Some("4200000991202612036853086457"),
+        ));
+        assert_eq!(paid.status, PaymentStatus::Succeeded);
+        assert_eq!(
+            paid.payment_id,
+            PlatformPaymentId::new("4200000991202612036853086457").ok()
+        );
     }
 }

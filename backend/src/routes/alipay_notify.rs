@@ -43,7 +43,7 @@ use crate::metrics::CallbackAnswer;
 use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
-use api_types::{AnomalyKind, CallbackType, Currency, RefundStatus};
+use api_types::{AnomalyKind, CallbackType, Currency, PlatformPaymentId, RefundStatus};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -266,9 +266,11 @@ fn rfc3339(at: Option<&str>) -> Option<String> {
 fn decode(notification: &TradeNotification) -> Result<Option<CallbackEvent>, String> {
     let sent_at = rfc3339(Some(&notification.notify_time))
         .unwrap_or_else(|| notification.notify_time.clone());
-    if notification.trade_no.is_empty() || notification.out_trade_no.is_empty() {
-        return Err("a notification without trade_no or out_trade_no".into());
+    let missing = || "a notification without trade_no or out_trade_no".to_owned();
+    if notification.out_trade_no.is_empty() {
+        return Err(missing());
     }
+    let trade_no = PlatformPaymentId::new(notification.trade_no.as_str()).map_err(|_| missing())?;
     if let Some(refund_no) = notification
         .out_biz_no
         .as_deref()
@@ -286,7 +288,7 @@ fn decode(notification: &TradeNotification) -> Result<Option<CallbackEvent>, Str
                 // The trade's refunded total; `refund_amount` makes it this refund's.
                 amount_cents: refunded.fen(),
                 currency: Currency::CNY,
-                payment_id: notification.trade_no.clone(),
+                payment_id: trade_no,
                 merchant_reference: None,
                 refund_no: Some(refund_no.to_owned()),
                 // Alipay has no id for a refund: the request number names it.
@@ -307,7 +309,7 @@ fn decode(notification: &TradeNotification) -> Result<Option<CallbackEvent>, Str
                     order_no: notification.out_trade_no.clone(),
                     amount_cents: total.fen(),
                     currency: Currency::CNY,
-                    payment_id: notification.trade_no.clone(),
+                    payment_id: trade_no,
                     merchant_reference: notification
                         .passback_params
                         .clone()

@@ -116,16 +116,16 @@ pub(crate) fn check_event_text(event: &CallbackEvent) -> Result<(), String> {
             },
     } = event;
     let timestamp = match timestamp {
-        EventTimestamp::Text(text) => Some(text),
+        EventTimestamp::Text(text) => Some(text.as_str()),
         EventTimestamp::Unix(_) => None,
     };
     let unfit: Vec<&str> = [
         ("timestamp", timestamp),
-        ("order_no", Some(order_no)),
-        ("payment_id", Some(payment_id)),
-        ("merchant_reference", merchant_reference.as_ref()),
-        ("refund_no", refund_no.as_ref()),
-        ("refund_id", refund_id.as_ref()),
+        ("order_no", Some(order_no.as_str())),
+        ("payment_id", Some(payment_id.as_str())),
+        ("merchant_reference", merchant_reference.as_deref()),
+        ("refund_no", refund_no.as_deref()),
+        ("refund_id", refund_id.as_deref()),
     ]
     .into_iter()
     .filter(|(_, text)| text.is_some_and(|text| !fits_postgres_text(text)))

@@ -21,7 +21,7 @@ use crate::metrics::CallbackAnswer;
 use crate::routes::notify::{self, Refusal, record_malformed};
 use crate::state::AppState;
 use api_types::api::{CallbackData, CallbackEvent, EventTimestamp};
-use api_types::{AnomalyKind, CallbackType, Currency};
+use api_types::{AnomalyKind, CallbackType, Currency, PlatformPaymentId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -218,11 +218,9 @@ fn decode(
                     transaction.trade_state
                 )));
             }
-            let payment_id = transaction
-                .transaction_id
-                .clone()
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| Decoded::Malformed("a success without transaction_id".into()))?;
+            let payment_id =
+                PlatformPaymentId::from_optional(transaction.transaction_id.as_deref())
+                    .ok_or_else(|| Decoded::Malformed("a success without transaction_id".into()))?;
             let timestamp = transaction
                 .success_time
                 .and_then(|at| at.format(&Rfc3339).ok())
@@ -273,7 +271,13 @@ fn decode(
                     amount_cents: refund.amount.refund,
                     // WeChat Pay refunds are in the order's currency, CNY.
                     currency: Currency::CNY,
-                    payment_id: refund.transaction_id.clone(),
+                    payment_id: PlatformPaymentId::new(refund.transaction_id.as_str()).map_err(
+                        |_| {
+                            Decoded::Malformed(
+                                "a refund notification without transaction_id".into(),
+                            )
+                        },
+                    )?,
                     merchant_reference: None,
                     refund_no: Some(refund.out_refund_no.clone()),
                     refund_id: Some(refund.refund_id.clone()),

@@ -4,7 +4,10 @@
 //! the way Alipay posts them: form parameters signed RSA2 with the platform
 //! key over the sorted parameters without `sign` and `sign_type`.
 
-use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
+use crate::helpers::{
+    TestApp, calls_identifying_us, platform_keys, serve_platform_sim, silent_platform,
+    spawn_app_with,
+};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{OrderStatus, RefundStatus as OurRefundStatus};
@@ -210,6 +213,9 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
     assert_eq!(outcomes, ["CHARGED", "IGNORED_ORDER_FINAL"], "{outcomes:?}");
     assert!(app.anomalies(&order.order_no).await.is_empty());
     assert_eq!(app.count("refunds").await, 0, "no automatic refund");
+    // Every call to the gateway said who made it and that it reads JSON.
+    let calls = calls_identifying_us(&simulator, "/gateway.do");
+    assert!(!calls.is_empty(), "the precreate went to the gateway");
     app.assert_invariants().await;
 }
 
@@ -603,20 +609,32 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
         .find(|r| r.amount_cents == 500)
         .expect("the first refund");
 
+    let charged: api_types::PlatformPaymentId = sqlx::query_scalar::<_, String>(
+        "SELECT payment_id FROM payment_ledger WHERE order_no = $1 AND kind = 'CHARGE'",
+    )
+    .bind(&order.order_no)
+    .fetch_one(&app.db)
+    .await
+    .expect("the charge")
+    .parse()
+    .expect("an id");
     let found = connector
         .query_refund(RefundRef {
             order_no: &order.order_no,
             refund_no: &first.refund_no,
+            payment_id: &charged,
         })
         .await
         .expect("an answer")
         .expect("Alipay has it");
     assert_eq!(found.status, api_types::platform::RefundStatus::Succeeded);
     assert_eq!(found.amount_cents, 500);
+    assert_eq!(found.payment_id, charged.as_str());
     let none = connector
         .query_refund(RefundRef {
             order_no: &order.order_no,
             refund_no: "rf_never_made",
+            payment_id: &charged,
         })
         .await
         .expect("an answer");

@@ -75,7 +75,7 @@ async fn the_audit_records_commit_asynchronously_and_the_setting_ends_with_their
         &mut *tx,
         &[Submitted {
             payment_id,
-            platform_payment_id: Some("pay_async".to_owned()),
+            platform_payment_id: "pay_async".parse().ok(),
             qr_code: None,
         }],
     )

@@ -469,7 +469,7 @@ async fn recording_hand_overs_probes_each_payment_not_every_hand_over_since_the_
             &mut *conn,
             &[attempts::Submitted {
                 payment_id: *payment_id,
-                platform_payment_id: platform_id.clone(),
+                platform_payment_id: platform_id.as_deref().and_then(|id| id.parse().ok()),
                 qr_code: None,
             }],
         )

@@ -160,6 +160,43 @@ pub fn platform_keys() -> &'static (platform_protocols::keys::LocalKeys, std::pa
     })
 }
 
+/// The `User-Agent` the backend must send on every platform request: the
+/// product and its version, then the operating system and architecture.
+pub fn our_user_agent() -> String {
+    format!(
+        "exactly-once-checkout/{} ({}/{})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+/// The requests `simulator` received on paths starting with `prefix` (the
+/// backend's calls to the platform), as `METHOD path`, after checking that
+/// every one said who sent it ([`our_user_agent`]) and that it reads JSON.
+pub fn calls_identifying_us(simulator: &platform_sim::Simulator, prefix: &str) -> Vec<String> {
+    let agent = our_user_agent();
+    simulator
+        .requests()
+        .all()
+        .into_iter()
+        .filter(|request| request.path.starts_with(prefix))
+        .map(|request| {
+            assert_eq!(
+                request.user_agent.as_deref(),
+                Some(agent.as_str()),
+                "{request:?}"
+            );
+            assert_eq!(
+                request.accept.as_deref(),
+                Some("application/json"),
+                "{request:?}"
+            );
+            format!("{} {}", request.method, request.path)
+        })
+        .collect()
+}
+
 /// The app paying through a `platform-sim` over HTTP (`PLATFORM=remote`) with
 /// `chaos`, deciding after `processing_delay`; `adjust` changes the rest.
 pub async fn spawn_app_paying_through(

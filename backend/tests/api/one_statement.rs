@@ -194,7 +194,7 @@ fn callback(case: &Case, order_no: &str, payment_id: Uuid, id: &str) -> Verified
             order_no: order_no.to_owned(),
             amount_cents: AMOUNT,
             currency: Currency::EUR,
-            payment_id: if case.names_our_platform_id { platform_id(order_no) } else { format!("other_{order_no}") },
+            payment_id: api_types::PlatformPaymentId::new(if case.names_our_platform_id { platform_id(order_no) } else { format!("other_{order_no}") }).expect("an id"),
             merchant_reference,
             refund_no: None,
             refund_id: None,

@@ -56,6 +56,15 @@ async fn stored_binding(url: &str, key: &str) -> Option<String> {
         .expect("GET")
 }
 
+/// The token's binding on the node at `url` if a pay could still take it:
+/// `None` when the key is gone or holds only the in-flight marker a pay
+/// leaves when it takes the token.
+async fn takeable_binding(url: &str, key: &str) -> Option<String> {
+    stored_binding(url, key)
+        .await
+        .filter(|value| !value.starts_with("inflight:"))
+}
+
 /// Asks for a request token for `order_no` every 100 ms until one is issued:
 /// each try answers within [`FAIL_FAST`], either 201 or 503
 /// `TOKEN_STORE_UNAVAILABLE` with `Retry-After`, and a token comes within
@@ -139,7 +148,7 @@ async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_mean
         OrderStatus::Paid
     );
     assert!(
-        stored_binding(&primary, &token_key(&app, token))
+        takeable_binding(&primary, &token_key(&app, token))
             .await
             .is_none(),
         "the pay consumed the token on the primary"
@@ -217,7 +226,7 @@ async fn a_token_consumed_on_the_old_primary_that_reappears_after_failover_still
     assert_eq!(first.status(), StatusCode::ACCEPTED);
     let first: Value = first.json().await.expect("json");
     assert!(
-        stored_binding(&primary, &key).await.is_none(),
+        takeable_binding(&primary, &key).await.is_none(),
         "the pay consumed the token (GETDEL) on the old primary"
     );
 
@@ -249,7 +258,7 @@ async fn a_token_consumed_on_the_old_primary_that_reappears_after_failover_still
     // primary), and the database floor turned that into a replay of the one
     // attempt: one attempt per order, joined, not a second payment.
     assert!(
-        stored_binding(&new_primary, &key).await.is_none(),
+        takeable_binding(&new_primary, &key).await.is_none(),
         "the second pay consumed the reappeared token on the new primary"
     );
     assert_eq!(again.status(), StatusCode::ACCEPTED);
@@ -324,7 +333,7 @@ async fn a_graceful_sentinel_failover_demoting_the_primary_is_followed_and_keeps
     assert_eq!(paid.status(), StatusCode::ACCEPTED);
     assert!(paid.headers().get("idempotent-replayed").is_none());
     assert!(
-        stored_binding(&promoted_url, &token_key(&app, token))
+        takeable_binding(&promoted_url, &token_key(&app, token))
             .await
             .is_none(),
         "consumed on the new primary"

@@ -1,7 +1,7 @@
 //! The backend against `platform-sim` over HTTP (`PLATFORM_URL`), with the
 //! platform misbehaving the way real ones do.
 
-use crate::helpers::{TestApp, spawn_app_paying_through};
+use crate::helpers::{TestApp, calls_identifying_us, spawn_app_paying_through};
 use api_types::OrderStatus;
 use platform_sim::{Chaos, Redeliver, Simulator};
 use reqwest::StatusCode;
@@ -203,7 +203,7 @@ async fn attempt_status(app: &TestApp, order_no: &str) -> Option<String> {
 async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once() {
     // The platform accepts the payment but answers 503, and takes 3 s to decide:
     // long enough to see the attempt UNKNOWN before the result settles it.
-    let (app, _simulator) = app_paying_through_after(
+    let (app, simulator) = app_paying_through_after(
         Chaos {
             lose_create_answer: true,
             ..Chaos::default()
@@ -247,6 +247,9 @@ async fn a_hand_over_whose_answer_is_lost_is_unknown_never_failed_then_paid_once
     assert_eq!(app.balance(&account).await, 7_500);
     assert_eq!(app.count("payment_ledger").await, 1);
     assert_eq!(app.count("anomalies").await, 0);
+    // Every call to the platform said who made it and that it reads JSON.
+    let calls = calls_identifying_us(&simulator, "/v1/");
+    assert!(calls.iter().any(|c| c == "POST /v1/payments"), "{calls:?}");
     app.assert_invariants().await;
 }
 

@@ -4,12 +4,15 @@
 //! WeChat Pay posts them: an envelope signed with the platform key whose
 //! resource is AES-256-GCM encrypted with the APIv3 key.
 
-use crate::helpers::{TestApp, platform_keys, serve_platform_sim, silent_platform, spawn_app_with};
+use crate::helpers::{
+    TestApp, calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim,
+    silent_platform, spawn_app_with,
+};
 use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{Config, PlatformKind, WechatPayConfig};
-use backend::platform::{CloseAnswer, PaymentRef, Platform};
+use backend::platform::{CloseAnswer, PaymentRef, Platform, RefundRef};
 use platform_protocols::keys;
 use platform_protocols::wechatpay::{
     EventType, Notification, NotificationPayload, OutTradeNo, PlatformSigner, RefundNotification,
@@ -198,6 +201,56 @@ async fn post_success(app: &TestApp, id: &str, content: &Transaction) -> reqwest
 
 async fn charges(app: &TestApp, order_no: &str) -> i64 {
     app.ledger_rows(Some(order_no), "CHARGE").await
+}
+
+/// The attempt of an order as the tests here look at it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+struct AttemptNow {
+    payment_id: Uuid,
+    status: String,
+    platform_payment_id: Option<String>,
+    qr_code: Option<String>,
+    queries: i32,
+    handed_over: bool,
+}
+
+async fn attempt_now(app: &TestApp, order_no: &str) -> Option<AttemptNow> {
+    sqlx::query_as(
+        "SELECT payment_id, status, platform_payment_id, qr_code, queries,
+                submitted_at IS NOT NULL AS handed_over
+         FROM payment_attempts WHERE order_no = $1",
+    )
+    .bind(order_no)
+    .fetch_optional(&app.db)
+    .await
+    .expect("attempt")
+}
+
+/// Waits (up to 30 s) until the order's attempt is as `done` wants it.
+async fn wait_for_attempt(
+    app: &TestApp,
+    order_no: &str,
+    what: &str,
+    done: impl Fn(&AttemptNow) -> bool,
+) -> AttemptNow {
+    let mut last = None;
+    for _ in 0..600 {
+        last = attempt_now(app, order_no).await;
+        if last.as_ref().is_some_and(&done) {
+            return last.expect("checked");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the attempt of {order_no} never became {what}: {last:?}");
+}
+
+/// Pays the order as its shopper: 202, whatever becomes of the hand-over.
+async fn press_pay(app: &TestApp, order: &Order) {
+    let token = app.request_token(&order.order_no).await;
+    assert_eq!(
+        app.pay(&order.order_no, token).await.status(),
+        StatusCode::ACCEPTED
+    );
 }
 
 #[tokio::test]
@@ -520,6 +573,218 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
     }
     assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
     assert_eq!(app.ledger_rows(Some(&order.order_no), "REFUND").await, 1);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn every_request_to_wechat_pay_says_who_is_calling_and_that_it_reads_json() {
+    let (app, simulator, url) = spawn_wechatpay_app(
+        platform_sim::Chaos::default(),
+        Duration::from_millis(300),
+        |_| {},
+    )
+    .await;
+    // Hand-over, notification, refund (which queries first) by the backend itself...
+    let (_, order) = app.cny_order(10_000, 2_000).await;
+    let payment_id = app.submitted_payment(&order).await;
+    assert_eq!(
+        app.wait_until_final(&order.order_no).await.status,
+        OrderStatus::Paid
+    );
+    let answer = post_refund(
+        &app,
+        &order.order_no,
+        Some(&Uuid::new_v4().to_string()),
+        &json!({"amount_cents": 500, "reason": "one item returned"}),
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::ACCEPTED);
+    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
+    // ...and query, close and refund query through the same connector.
+    let connector = Platform::wechatpay(
+        wechatpay_config(&url).load().expect("settings load"),
+        "http://127.0.0.1:9".into(),
+    )
+    .expect("connector");
+    let paid = PaymentRef {
+        order_no: &order.order_no,
+        payment_id,
+    };
+    let state = connector
+        .query(paid)
+        .await
+        .expect("an answer")
+        .expect("WeChat Pay has it");
+    assert_eq!(state.status, api_types::platform::PaymentStatus::Succeeded);
+    assert_eq!(
+        connector.close(paid).await.expect("an answer"),
+        CloseAnswer::AlreadyPaid
+    );
+    let charged = state
+        .payment_id
+        .expect("a paid order has its transaction_id");
+    let refund = connector
+        .query_refund(RefundRef {
+            order_no: &order.order_no,
+            refund_no: &refunds[0].refund_no,
+            payment_id: &charged,
+        })
+        .await
+        .expect("an answer")
+        .expect("WeChat Pay has the refund");
+    assert_eq!(refund.amount_cents, 500);
+
+    let calls = calls_identifying_us(&simulator, "/v3/");
+    let out_trade_no = &order.order_no;
+    for call in [
+        "POST /v3/pay/transactions/native".to_owned(),
+        format!("GET /v3/pay/transactions/out-trade-no/{out_trade_no}"),
+        format!("POST /v3/pay/transactions/out-trade-no/{out_trade_no}/close"),
+        "POST /v3/refund/domestic/refunds".to_owned(),
+        format!("GET /v3/refund/domestic/refunds/{}", refunds[0].refund_no),
+    ] {
+        assert!(calls.contains(&call), "no {call} among {calls:?}");
+    }
+    let agent = our_user_agent();
+    assert!(
+        agent.starts_with("exactly-once-checkout/") && agent.ends_with(')'),
+        "{agent}"
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_query_while_the_order_is_unpaid_leaves_the_real_success_to_charge_once() {
+    // No notification of the platform's own, and nobody pays for an hour: the
+    // active query (after 1 s) finds the order NOTPAY, without transaction_id.
+    let (app, simulator, _) = spawn_wechatpay_app(
+        platform_sim::Chaos {
+            drop_callbacks: true,
+            ..platform_sim::Chaos::default()
+        },
+        Duration::from_secs(3_600),
+        |config| config.query_after_secs = 1,
+    )
+    .await;
+    let (account, order) = app.cny_order(10_000, 3_000).await;
+    let payment_id = app.submitted_payment(&order).await;
+    let queried = wait_for_attempt(&app, &order.order_no, "queried", |a| a.queries >= 1).await;
+    assert_eq!(
+        app.order(&order.order_no).await.status,
+        OrderStatus::Pending
+    );
+    assert_eq!(queried.status, "SUBMITTED");
+    assert_eq!(
+        queried.platform_payment_id, None,
+        "an unpaid order has no transaction_id to record"
+    );
+    let asked = simulator
+        .query_by_reference(&format!("wechatpay:{}", order.order_no))
+        .await
+        .expect("the simulator has it");
+    assert!(asked.queries >= 1, "{asked:?}");
+
+    // Then the shopper scans the code: WeChat Pay's TRANSACTION.SUCCESS.
+    let transaction_id = "4200000991202612036853086460";
+    let content = transaction(&order, payment_id, transaction_id, 3_000);
+    let answer = post_success(&app, &Uuid::new_v4().to_string(), &content).await;
+
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
+    assert_eq!(charges(&app, &order.order_no).await, 1);
+    assert_eq!(app.balance(&account).await, 10_000 - 3_000);
+    assert_eq!(app.held(&account).await, 0);
+    assert!(
+        app.anomalies(&order.order_no).await.is_empty(),
+        "{:?}",
+        app.anomalies(&order.order_no).await
+    );
+    let refunds: i64 = sqlx::query_scalar("SELECT count(*) FROM refunds WHERE order_no = $1")
+        .bind(&order.order_no)
+        .fetch_one(&app.db)
+        .await
+        .expect("refunds");
+    assert_eq!(refunds, 0, "nothing is given back automatically");
+    let settled = attempt_now(&app, &order.order_no)
+        .await
+        .expect("the attempt");
+    assert_eq!(settled.status, "SUCCEEDED");
+    assert_eq!(settled.platform_payment_id.as_deref(), Some(transaction_id));
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_lost_prepay_answer_then_an_unpaid_query_sends_the_prepay_again_and_shows_the_code() {
+    // WeChat Pay takes the prepay but its answer is lost (a 500); the active
+    // query (after 1 s) finds the order NOTPAY, which is no answer to the
+    // prepay: the code the shopper scans is only in the prepay's answer.
+    let (app, simulator, _) = spawn_wechatpay_app(
+        platform_sim::Chaos {
+            lose_create_answer: true,
+            drop_callbacks: true,
+            ..platform_sim::Chaos::default()
+        },
+        Duration::from_secs(3_600),
+        |config| config.query_after_secs = 1,
+    )
+    .await;
+    let (account, order) = app.cny_order(10_000, 2_500).await;
+    press_pay(&app, &order).await;
+
+    let queried = wait_for_attempt(&app, &order.order_no, "queried", |a| a.queries >= 1).await;
+    let shown = wait_for_attempt(&app, &order.order_no, "handed over with a code", |a| {
+        a.qr_code.is_some()
+    })
+    .await;
+
+    // The query came between the lost prepay and the one sent again.
+    let out_trade_no = &order.order_no;
+    let calls: Vec<String> = simulator
+        .requests()
+        .all()
+        .into_iter()
+        .filter(|request| request.path.starts_with("/v3/"))
+        .map(|request| format!("{} {}", request.method, request.path))
+        .collect();
+    let prepay = "POST /v3/pay/transactions/native";
+    let query = format!("GET /v3/pay/transactions/out-trade-no/{out_trade_no}");
+    let first_query = calls.iter().position(|c| *c == query).expect("a query");
+    let prepays: Vec<usize> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| *c == prepay)
+        .map(|(at, _)| at)
+        .collect();
+    assert!(
+        prepays.len() >= 2 && prepays[0] < first_query && first_query < prepays[1],
+        "{calls:?}"
+    );
+    // Right after that query the attempt was still waiting to be sent again
+    // (unless the dispatcher had already sent it, with its code).
+    assert!(
+        (queried.status == "UNKNOWN" && !queried.handed_over) || queried.qr_code.is_some(),
+        "{queried:?}"
+    );
+    assert_eq!(shown.status, "SUBMITTED");
+    assert!(shown.handed_over);
+    assert_eq!(shown.platform_payment_id, None);
+    let code = app.qr_code_shown(&order, shown.payment_id).await;
+    assert!(code.starts_with("weixin://wxpay/bizpayurl?pr="), "{code}");
+
+    // The shopper scans it and pays: charged once.
+    let content = transaction(
+        &order,
+        shown.payment_id,
+        "4200000991202612036853086461",
+        2_500,
+    );
+    let answer = post_success(&app, &Uuid::new_v4().to_string(), &content).await;
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
+    assert_eq!(charges(&app, &order.order_no).await, 1);
+    assert_eq!(app.balance(&account).await, 10_000 - 2_500);
+    assert!(app.anomalies(&order.order_no).await.is_empty());
     app.assert_invariants().await;
 }
 

@@ -62,7 +62,11 @@ pub(crate) fn router(simulator: Simulator) -> Router {
         .route("/v1/bills/{date}", get(get_bill))
         .route("/v1/chaos", get(get_chaos).post(set_chaos))
         .fallback(|| async { SimError::NoRoute })
-        .with_state(simulator)
+        .with_state(simulator.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            simulator,
+            crate::requests::record,
+        ))
 }
 
 /// `Json`, but a body that does not parse answers with our error shape.

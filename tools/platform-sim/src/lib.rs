@@ -77,6 +77,7 @@
 //! idempotency record, the one book), [`refund`] (refunds and what a payment
 //! may still give back), [`api`] (routes), [`config`] (settings and flags),
 //! [`error`] (error answers), [`bill`] (the daily bill), [`keys`] (the `keys DIR` command's key set),
+//! [`requests`] (the requests received, with the headers that identify their client),
 //! [`wechatpay`] and [`alipay`] (the real platforms' protocols).
 
 #![warn(missing_docs)]
@@ -92,6 +93,7 @@ pub mod keys;
 pub mod outcome;
 pub mod payment;
 pub mod refund;
+pub mod requests;
 pub mod schedule;
 pub mod wechatpay;
 
@@ -103,6 +105,7 @@ pub use error::SimError;
 pub use outcome::{Outcome, OutcomeRule};
 pub use payment::{CallbackRecord, CreatePayment, Payment, PaymentCreated, PaymentStatus};
 pub use refund::{CreateRefund, Refund, RefundState, RefundStatus};
+pub use requests::{ReceivedRequest, RequestLog};
 pub use schedule::Schedule;
 
 use api_types::api::CallbackType;
@@ -124,6 +127,7 @@ struct Inner {
     book: Mutex<PaymentBook>,
     deliverer: Deliverer,
     log: DeliveryLog,
+    requests: RequestLog,
 }
 
 impl std::fmt::Debug for Simulator {
@@ -160,6 +164,7 @@ impl Simulator {
                 book: Mutex::new(PaymentBook::default()),
                 deliverer,
                 log,
+                requests: RequestLog::default(),
             }),
         })
     }
@@ -438,6 +443,11 @@ impl Simulator {
     /// Every callback and delivery attempt so far.
     pub fn delivery_log(&self) -> &DeliveryLog {
         &self.inner.log
+    }
+
+    /// The last requests received over HTTP, with their `User-Agent` and `Accept`.
+    pub fn requests(&self) -> &RequestLog {
+        &self.inner.requests
     }
 
     /// The chaos knobs new payments and refunds will copy.

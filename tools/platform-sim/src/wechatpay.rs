@@ -1,10 +1,15 @@
 //! WeChat Pay API v3, server side: the calls the checkout makes, served from the
 //! same book as `/v1` payments and refunds, when [`SimConfig::wechatpay`] is set.
 //!
-//! Every request's `Authorization` is verified with the merchant's public key
-//! (`MerchantKey::verify_request_headers`: the merchant id, the serial, a timestamp
-//! within five minutes, the signature); a request that fails is answered 401
-//! `{"code":"SIGN_ERROR","message":...}` and changes nothing. Every answer, errors
+//! Every request must say who is calling and what it reads, as WeChat Pay's
+//! API v3 rules require (a `User-Agent` identifying the client, `Accept:
+//! application/json`): one without either header is answered as WeChat Pay
+//! answers it, 400 `{"code":"INVALID_REQUEST","message":"Http头缺少Accept或User-Agent"}`,
+//! and changes nothing. Every request's `Authorization` is then verified with
+//! the merchant's public key (`MerchantKey::verify_request_headers`: the
+//! merchant id, the serial, a timestamp within five minutes, the signature); a
+//! request that fails is answered 401 `{"code":"SIGN_ERROR","message":...}`
+//! and changes nothing. Every answer, errors
 //! included, is signed with the platform key (`Wechatpay-Timestamp`, `-Nonce`,
 //! `-Signature`, `-Serial`, `-Signature-Type`). Errors are WeChat Pay's
 //! `{"code","message"}` ([`ErrorBody`]).
@@ -116,6 +121,15 @@ impl WxError {
         Self::new(StatusCode::FORBIDDEN, "ORDERPAID", "订单已支付")
     }
 
+    /// WeChat Pay's refusal of a request without `Accept` or `User-Agent`.
+    fn missing_client_headers() -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+            MISSING_CLIENT_HEADERS,
+        )
+    }
+
     fn system() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -169,10 +183,23 @@ fn now() -> i64 {
     OffsetDateTime::now_utc().unix_timestamp()
 }
 
-/// A merchant request whose signature verified with the merchant's public key
-/// (over the request as received); refused with a signed 401 `SIGN_ERROR`
-/// before any handler runs. Every route takes one, answers with
-/// [`Verified::answer`], and so is signed the same way.
+/// WeChat Pay's words for a request without `Accept` or `User-Agent`.
+pub const MISSING_CLIENT_HEADERS: &str = "Http头缺少Accept或User-Agent";
+
+/// Whether the request lacks `Accept` or `User-Agent` (or sends one empty).
+fn lacks_client_headers(headers: &HeaderMap) -> bool {
+    [header::ACCEPT, header::USER_AGENT].iter().any(|name| {
+        headers
+            .get(name)
+            .is_none_or(|value| value.as_bytes().iter().all(u8::is_ascii_whitespace))
+    })
+}
+
+/// A merchant request that carried `Accept` and `User-Agent` (else a signed
+/// 400 `INVALID_REQUEST`) and whose signature verified with the merchant's
+/// public key (over the request as received; else a signed 401
+/// `SIGN_ERROR`), both before any handler runs. Every route takes one,
+/// answers with [`Verified::answer`], and so is signed the same way.
 struct Verified {
     simulator: Simulator,
     uri: Uri,
@@ -184,6 +211,10 @@ impl FromRequest<Simulator> for Verified {
 
     async fn from_request(request: Request, simulator: &Simulator) -> Result<Self, Response> {
         let (parts, body) = request.into_parts();
+        if lacks_client_headers(&parts.headers) {
+            tracing::info!(path = %parts.uri.path(), "WeChat Pay request refused: no Accept or User-Agent");
+            return Err(signed(simulator, Err(WxError::missing_client_headers())));
+        }
         let body = axum::body::to_bytes(body, MAX_BODY)
             .await
             .map_err(|_| signed(simulator, Err(WxError::param("请求体过大"))))?;

@@ -288,7 +288,7 @@ async fn the_payment_view_reads_as_the_platforms_payment_state() {
     assert_eq!(
         state,
         PaymentState {
-            payment_id: with_reference.payment_id,
+            payment_id: with_reference.payment_id.parse().ok(),
             order_no: raw["order_no"].as_str().expect("order_no").to_owned(),
             merchant_reference: Some(reference),
             amount_cents: 2500,

@@ -335,7 +335,7 @@ async fn a_succeeded_refund_is_reported_by_a_signed_refund_succeeded_callback() 
             order_no: f.payment.order_no.clone(),
             amount_cents: 250,
             currency: "EUR".parse().expect("currency"),
-            payment_id: f.payment.payment_id.clone(),
+            payment_id: f.payment.payment_id.parse().expect("an id"),
             merchant_reference: f.payment.merchant_reference.clone(),
             refund_no: Some("rfn-1".into()),
             refund_id: Some(created.refund_id.clone()),

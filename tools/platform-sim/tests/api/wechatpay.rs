@@ -21,6 +21,8 @@ use time::OffsetDateTime;
 
 const MCHID: &str = "1900009191";
 const APPID: &str = "wxd678efh567hg6787";
+/// What the merchant client says it is, as every WeChat Pay client must.
+const USER_AGENT: &str = "platform-sim-tests/0.1.0 (linux/x86_64)";
 
 fn keys() -> &'static LocalKeys {
     crate::helpers::local_keys()
@@ -65,6 +67,11 @@ enum Spoil {
     Mchid,
     /// Sign with a timestamp six minutes old.
     OldTimestamp,
+    /// Sign properly but send no `User-Agent`.
+    NoUserAgent,
+    /// Sign properly but send an empty `Accept` (the HTTP client sends
+    /// `Accept: */*` when the request sets none).
+    NoAccept,
 }
 
 async fn merchant(adjust: impl FnOnce(&mut platform_sim::SimConfig)) -> Merchant {
@@ -121,8 +128,18 @@ impl Merchant {
             .app
             .http
             .request(method, format!("{}{path}", self.app.address))
-            .header("Authorization", authorization.header_value())
-            .header("Accept", "application/json");
+            .header("Authorization", authorization.header_value());
+        request = request.header(
+            "Accept",
+            if matches!(spoil, Spoil::NoAccept) {
+                ""
+            } else {
+                "application/json"
+            },
+        );
+        if !matches!(spoil, Spoil::NoUserAgent) {
+            request = request.header("User-Agent", USER_AGENT);
+        }
         if body.is_some() {
             request = request
                 .header("Content-Type", "application/json")
@@ -315,6 +332,7 @@ async fn a_native_payment_is_created_queried_paid_notified_and_refunded() {
 
     let created = merchant.prepay(&order, 1000, &receiver.url).await;
     let unpaid = merchant.transaction(&order).await;
+    let unpaid_body = merchant.query(&order).await.json();
     let replayed = merchant.prepay(&order, 1000, &receiver.url).await;
     let other_amount = merchant.prepay(&order, 2000, &receiver.url).await;
     let paid = merchant.wait_for_state(&order, TradeState::Success).await;
@@ -331,6 +349,8 @@ async fn a_native_payment_is_created_queried_paid_notified_and_refunded() {
     );
     assert_eq!(unpaid.trade_state, TradeState::NotPay);
     assert_eq!(unpaid.transaction_id, None);
+    // Left out, as WeChat Pay leaves it out before payment: not null, not "".
+    assert!(unpaid_body.get("transaction_id").is_none(), "{unpaid_body}");
     assert_eq!(replayed.json()["code_url"], code_url.as_str());
     assert_eq!(
         (other_amount.status, other_amount.code().as_str()),
@@ -471,6 +491,8 @@ async fn badly_signed_requests_are_refused_with_sign_error_and_create_nothing() 
         .app
         .http
         .post(format!("{}{}", merchant.app.address, paths::NATIVE_PREPAY))
+        .header("Accept", "application/json")
+        .header("User-Agent", USER_AGENT)
         .json(&body)
         .send()
         .await
@@ -481,6 +503,67 @@ async fn badly_signed_requests_are_refused_with_sign_error_and_create_nothing() 
     assert_eq!(
         (query.status, query.code().as_str()),
         (StatusCode::NOT_FOUND, "ORDER_NOT_EXIST")
+    );
+}
+
+#[tokio::test]
+async fn a_request_without_accept_or_user_agent_is_refused_as_invalid_request_and_creates_nothing()
+{
+    let merchant = merchant(|_| {}).await;
+    let order = out_trade_no();
+    let body = prepay_body(&order, 1000, "http://127.0.0.1:9/notify");
+    let query = format!("/v3/pay/transactions/out-trade-no/{order}?mchid={MCHID}");
+
+    for spoil in [Spoil::NoUserAgent, Spoil::NoAccept] {
+        for (method, path, body) in [
+            (Method::POST, paths::NATIVE_PREPAY, Some(&body)),
+            (Method::GET, query.as_str(), None),
+        ] {
+            let answer = merchant
+                .call_spoiled(method.clone(), path, body, spoil)
+                .await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.json());
+            assert_eq!(
+                answer.json(),
+                json!({"code": "INVALID_REQUEST", "message": "Http头缺少Accept或User-Agent"}),
+                "{method} {path}"
+            );
+        }
+    }
+    // Before the signature is looked at, as WeChat Pay does: nothing signed, no headers.
+    let bare = merchant
+        .app
+        .http
+        .post(format!("{}{}", merchant.app.address, paths::NATIVE_PREPAY))
+        .json(&body)
+        .send()
+        .await
+        .expect("answers");
+    let bare_status = bare.status();
+    let bare_body: Value = bare.json().await.expect("a JSON body");
+
+    assert_eq!(bare_status, StatusCode::BAD_REQUEST);
+    assert_eq!(bare_body["code"], "INVALID_REQUEST");
+    let query = merchant.query(&order).await;
+    assert_eq!(
+        (query.status, query.code().as_str()),
+        (StatusCode::NOT_FOUND, "ORDER_NOT_EXIST"),
+        "nothing was created"
+    );
+    // The simulator's request log shows what each request carried.
+    let received = merchant.app.simulator.requests().all();
+    assert!(
+        received
+            .iter()
+            .any(|r| r.user_agent.is_none() && r.path == paths::NATIVE_PREPAY),
+        "{received:?}"
+    );
+    assert!(
+        received
+            .iter()
+            .any(|r| r.user_agent.as_deref() == Some(USER_AGENT)
+                && r.accept.as_deref() == Some("application/json")),
+        "{received:?}"
     );
 }
 
