@@ -305,7 +305,7 @@ fn dummy_hash(argon2: &InSlot<'_>) -> &'static str {
 /// composition rules, [`MIN_PASSWORD_CHARS`] to [`MAX_PASSWORD_CHARS`] long,
 /// and not one an attacker tries early: zxcvbn (Dropbox's estimator, with the
 /// lists of common and breached passwords, words and names its crate ships)
-/// must find it needs more than 10^10 guesses ([`MIN_SCORE`]) when it may also
+/// must find it needs more than 10^10 guesses (`MIN_SCORE`) when it may also
 /// guess from `email` and the product's name. That refuses the top breached
 /// passwords and their variants (`password1234`), repeats and sequences
 /// (twelve spaces, `aaaaaaaaaaaa`, `123456789012`), and the email or the
