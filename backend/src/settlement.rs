@@ -32,6 +32,7 @@ use crate::platform::{CloseAnswer, Platform, RefundRef};
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
 use api_types::{AnomalyKind, AttemptStatus, CallbackOutcome, PlatformPaymentId};
+use checkout_rules::origin::Origin;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -524,7 +525,7 @@ fn query_event(
             data,
         },
         callback_id,
-        origin: charge::Origin::QueryAnswer,
+        origin: Origin::QueryAnswer,
     }
 }
 

@@ -1,0 +1,15 @@
+//! The checkout's pure rules, each a function of what the backend read under
+//! its locks: no database, no network, no clock of its own. The backend
+//! carries out what they decide; here they are tested on every combination
+//! of their inputs without a database.
+//!
+//! - [`charge`]: what a payment result does to its order (`decide`), and what
+//!   an order may spend;
+//! - [`refund`]: what a refund result does to its refund (`decide_refund`);
+//! - [`origin`]: how a result reached us, which the refund rule weighs.
+
+#![warn(missing_docs)]
+
+pub mod charge;
+pub mod origin;
+pub mod refund;
