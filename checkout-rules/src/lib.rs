@@ -6,6 +6,7 @@
 //! - [`charge`]: what a payment result does to its order (`decide`), and what
 //!   an order may spend;
 //! - [`refund`]: what a refund result does to its refund (`decide_refund`);
+//! - [`order_no`]: the order number's one shape, made and parsed;
 //! - [`origin`]: how a result reached us, which the refund rule weighs;
 //! - [`query_schedule`]: when the platform is asked about a payment without a
 //!   result, and when it is flagged as stuck.
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod charge;
+pub mod order_no;
 pub mod origin;
 pub mod query_schedule;
 pub mod refund;
