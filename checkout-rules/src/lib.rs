@@ -9,7 +9,8 @@
 //! - [`order_no`]: the order number's one shape, made and parsed;
 //! - [`origin`]: how a result reached us, which the refund rule weighs;
 //! - [`query_schedule`]: when the platform is asked about a payment without a
-//!   result, and when it is flagged as stuck.
+//!   result, and when it is flagged as stuck;
+//! - [`reconcile`]: a day's bill read and compared with what we hold.
 
 #![warn(missing_docs)]
 
@@ -17,4 +18,5 @@ pub mod charge;
 pub mod order_no;
 pub mod origin;
 pub mod query_schedule;
+pub mod reconcile;
 pub mod refund;
