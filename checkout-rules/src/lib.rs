@@ -1,7 +1,8 @@
-//! The checkout's pure rules, each a function of what the backend read under
-//! its locks: no database, no network, no clock of its own. The backend
-//! carries out what they decide; here they are tested on every combination
-//! of their inputs without a database.
+//! The checkout's pure rules: functions of what the backend read under its
+//! locks, or of the text a request or a bill brought, with no database, no
+//! network and no clock of their own. The backend carries out what they
+//! decide; here they are tested without a database, the decisions on every
+//! combination of their inputs.
 //!
 //! - [`charge`]: what a payment result does to its order (`decide`), and what
 //!   an order may spend;
