@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test on a fresh machine: services,
 # tools, formatting, lints (native, wasm32, and each backend build: default,
-# without the sandbox, with fault injection), unused dependencies, docs, the
-# compile-time SQL data, unit and integration tests against real PostgreSQL and
-# Redis, the service step against a PostgreSQL that asks for passwords, fault
-# injection with real processes, schemathesis against the OpenAPI description,
-# the release build of the payment page, and the
-# browser tests in headless Chromium.
+# without the sandbox, with fault injection), unused dependencies, no I/O crate
+# under the rules crate, docs, the compile-time SQL data, unit and integration
+# tests against real PostgreSQL and Redis, the service step against a PostgreSQL
+# that asks for passwords, fault injection with real processes, schemathesis
+# against the OpenAPI description, the release build of the payment page, and
+# the browser tests in headless Chromium.
 # FAULT_SEEDS=1,2,3 (default) picks the seeded fault schedules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,11 +55,20 @@ cargo clippy --locked -p ops-console --target wasm32-unknown-unknown -- -D warni
 step "Unused dependencies (cargo machete)"
 cargo machete
 
+step "The rules crate does no I/O (no I/O crate in checkout-rules' dependency tree)"
+io_crates=$(cargo tree --locked -p checkout-rules -e normal --prefix none |
+    grep -E '^(sqlx|axum|tokio|redis|hyper|reqwest|tower|mio) ' | sort -u || true)
+if [ -n "$io_crates" ]; then
+    echo "checkout-rules depends on crates that do I/O:" >&2
+    echo "$io_crates" >&2
+    exit 1
+fi
+
 step "Docs (cargo doc, warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --exclude frontend --exclude ops-console
 
-step "Unit and integration tests (api-types, callback-signing, platform-protocols, backend, platform-sim, bench, testkit)"
-cargo test --locked -p api-types -p callback-signing -p platform-protocols -p backend -p platform-sim -p bench -p testkit
+step "Unit and integration tests (api-types, checkout-rules, callback-signing, platform-protocols, backend, platform-sim, bench, testkit)"
+cargo test --locked -p api-types -p checkout-rules -p callback-signing -p platform-protocols -p backend -p platform-sim -p bench -p testkit
 
 step "cargo run -p backend picks the service binary (what scripts/run.sh runs)"
 cargo run --locked -q -p backend -- --version

@@ -8,6 +8,7 @@
 use crate::env;
 use crate::tokens::{RedisTarget, SentinelAddr};
 use callback_signing::{CallbackSecret, SecretError};
+use checkout_rules::query_schedule::QuerySchedule;
 use clap::Parser;
 use secrecy::SecretString;
 use std::net::SocketAddr;
@@ -353,8 +354,8 @@ impl Config {
     }
 
     /// When the platform is asked about payments without a result.
-    pub fn query_schedule(&self) -> crate::settlement::QuerySchedule {
-        crate::settlement::QuerySchedule {
+    pub fn query_schedule(&self) -> QuerySchedule {
+        QuerySchedule {
             after: Duration::from_secs(self.query_after_secs),
             every: Duration::from_secs(self.query_every_secs),
             retries: self.query_retries,

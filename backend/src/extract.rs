@@ -1,11 +1,11 @@
 //! Extractors that answer malformed input with our error body instead of axum's plain text.
 
 use crate::error::ApiError;
-use crate::order_no::OrderNo;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams, Request};
 use axum::http::request::Parts;
+use checkout_rules::order_no::OrderNo;
 use serde::de::DeserializeOwned;
 
 /// `Json<T>` whose rejection is a 400 (or 413) in the shared error shape.
@@ -97,10 +97,15 @@ where
     }
 }
 
-/// The `{order_no}` of the route, parsed before any database or Redis call.
-/// Anything that is not a well-formed order number, down to a segment that is
-/// not UTF-8, is `404 ORDER_NOT_FOUND`, the answer an unknown order gets.
-impl<S> FromRequestParts<S> for OrderNo
+/// The `{order_no}` of the route as an [`OrderNo`], parsed before any database
+/// or Redis call. Anything that is not a well-formed order number, down to a
+/// segment that is not UTF-8, is `404 ORDER_NOT_FOUND`, the answer an unknown
+/// order gets. (A wrapper because `OrderNo` lives in checkout-rules, which
+/// knows nothing of axum.)
+#[derive(Debug, Clone)]
+pub struct OrderNoPath(pub OrderNo);
+
+impl<S> FromRequestParts<S> for OrderNoPath
 where
     S: Send + Sync,
 {
@@ -108,7 +113,9 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match AppPath::<String>::from_request_parts(parts, state).await {
-            Ok(AppPath(text)) => OrderNo::parse(&text).ok_or(ApiError::OrderNotFound),
+            Ok(AppPath(text)) => OrderNo::parse(&text)
+                .map(Self)
+                .ok_or(ApiError::OrderNotFound),
             Err(ApiError::BadRequest(_)) => Err(ApiError::OrderNotFound),
             Err(other) => Err(other),
         }

@@ -23,7 +23,6 @@ pub mod invariants;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
-pub mod order_no;
 pub mod platform;
 pub mod reconcile;
 pub mod refunds;

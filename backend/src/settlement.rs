@@ -32,43 +32,12 @@ use crate::platform::{CloseAnswer, Platform, RefundRef};
 use api_types::api::{CallbackData, CallbackEvent, CallbackType, EventTimestamp};
 use api_types::platform::{PaymentState, PaymentStatus};
 use api_types::{AnomalyKind, AttemptStatus, CallbackOutcome, PlatformPaymentId};
+use checkout_rules::origin::Origin;
+use checkout_rules::query_schedule::QuerySchedule;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
 use std::time::Duration;
-
-/// When the platform is asked about a payment without a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QuerySchedule {
-    /// First query, this long after the hand-over (`QUERY_AFTER_SECS`).
-    pub after: Duration,
-    /// Then again every this long (`QUERY_EVERY_SECS`).
-    pub every: Duration,
-    /// After the first query and this many more without a result, `STUCK_PAYMENT` (`QUERY_RETRIES`).
-    pub retries: u32,
-}
-
-impl QuerySchedule {
-    /// True exactly at the query that spends the retries (the first and
-    /// `retries` more): the moment to flag `STUCK_PAYMENT`, once.
-    fn spent_at(self, queries: i32) -> bool {
-        queries
-            == i32::try_from(self.retries)
-                .unwrap_or(i32::MAX)
-                .saturating_add(1)
-    }
-}
-
-impl Default for QuerySchedule {
-    /// WeChat Pay's advice and hyperswitch's payment sync: 60 s, then 5 × 300 s.
-    fn default() -> Self {
-        Self {
-            after: Duration::from_secs(60),
-            every: Duration::from_secs(300),
-            retries: 5,
-        }
-    }
-}
 
 /// How often the query worker looks for due attempts.
 const QUERY_TICK: Duration = Duration::from_secs(1);
@@ -524,7 +493,7 @@ fn query_event(
             data,
         },
         callback_id,
-        origin: charge::Origin::QueryAnswer,
+        origin: Origin::QueryAnswer,
     }
 }
 

@@ -18,6 +18,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::middleware;
+use checkout_rules::query_schedule::QuerySchedule;
 use secrecy::ExposeSecret;
 use sqlx::PgPool;
 use std::path::Path;
@@ -64,7 +65,7 @@ pub struct Application {
     metrics_listener: Option<TcpListener>,
     state: AppState,
     router: Router,
-    query_schedule: crate::settlement::QuerySchedule,
+    query_schedule: QuerySchedule,
     /// When the daily reconciliation worker runs (UTC time of day); None: it does not.
     reconcile_at: Option<time::Time>,
     /// `DRAIN_SECS` and `DRAIN_DEADLINE_SECS`.

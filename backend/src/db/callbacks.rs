@@ -83,7 +83,7 @@ pub enum FirstLook {
 
 /// One statement (data-modifying CTEs, `sql/callback/charge_in_one.sql`) that
 /// answers a seen id and applies the common case in one round trip. It
-/// charges only when [`crate::charge::decide`] says `Charge` (a success naming
+/// charges only when [`checkout_rules::charge::decide`] says `Charge` (a success naming
 /// the attempt of a PENDING order whose account holds the amount for it, amount
 /// and currency equal), and even then leaves some cases to the general
 /// transaction (a hold that is missing, a reference not in canonical form);

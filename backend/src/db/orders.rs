@@ -2,6 +2,7 @@
 
 use crate::tokens::TokenFingerprint;
 use api_types::{AttemptStatus, Currency, OrderStatus, PlatformPaymentId};
+use checkout_rules::charge::Reference;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -191,7 +192,11 @@ pub struct LockedOrder {
 impl LockedOrder {
     /// What this order may spend: the account's available money plus its own hold.
     pub fn spendable_cents(&self) -> i64 {
-        self.balance_cents - self.held_cents + self.hold_cents
+        checkout_rules::charge::spendable_cents(
+            self.balance_cents,
+            self.held_cents,
+            self.hold_cents,
+        )
     }
 
     /// Whether a result naming `platform_payment_id` (and, when the platform
@@ -205,8 +210,7 @@ impl LockedOrder {
         &self,
         platform_payment_id: &PlatformPaymentId,
         merchant_reference: Option<&str>,
-    ) -> crate::charge::Reference {
-        use crate::charge::Reference;
+    ) -> Reference {
         let Some(ours) = self.attempt_payment_id else {
             return Reference::NoAttempt;
         };

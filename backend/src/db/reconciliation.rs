@@ -2,9 +2,9 @@
 //! with the ledger ([`crate::reconcile`]), and the facts it is compared with,
 //! read from `payment_ledger`, `orders` and `refunds`.
 
-use crate::reconcile::classify::{Item, LedgerRow, RefundFact};
 use api_types::api::{ReconCount, ReconItem};
 use api_types::{Currency, OrderStatus, ReconClass, RefundRequester, RefundStatus};
+use checkout_rules::reconcile::classify::{Item, LedgerRow, RefundFact};
 use sqlx::PgExecutor;
 use time::{Date, OffsetDateTime};
 

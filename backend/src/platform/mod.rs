@@ -422,7 +422,7 @@ fn found<T>(result: &Result<Option<T>, NoAnswer>) -> &'static str {
 
 impl Platform {
     /// The platform's daily bill of `date` (a UTC day) as its CSV text
-    /// ([`crate::reconcile::bill`] reads it). The checkout's own protocol
+    /// ([`checkout_rules::reconcile::bill`] reads it). The checkout's own protocol
     /// (`GET /v1/bills/{date}`, platform-sim) and the in-process sandbox have
     /// one; the WeChat Pay and Alipay connectors do not download bills yet and
     /// answer [`BillError::NotSupported`].

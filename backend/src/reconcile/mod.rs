@@ -19,15 +19,14 @@
 //! ([`worker`]), never for today or a later day: a day's bill is complete only
 //! once the day is over.
 
-pub mod bill;
-pub mod classify;
 pub mod worker;
 
 use crate::db::{self, anomalies};
 use crate::platform::{BillError, Platform};
 use api_types::api::{ReconCount, ReconItem};
 use api_types::{ReconClass, RefundRequester};
-use classify::Books;
+use checkout_rules::reconcile::classify::Books;
+use checkout_rules::reconcile::{bill, classify};
 use serde_json::json;
 use sqlx::PgPool;
 use std::collections::HashSet;

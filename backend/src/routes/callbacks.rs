@@ -17,6 +17,7 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
+use checkout_rules::origin::Origin;
 use sha2::{Digest, Sha256};
 
 /// The largest callback body we read.
@@ -84,7 +85,7 @@ pub async fn receive(
         callback_id: callback_id.to_owned(),
         body_sha256: hex::encode(Sha256::digest(&body)),
         event,
-        origin: charge::Origin::Notification,
+        origin: Origin::Notification,
     };
     let ack = charge::apply_callback(&state.db, &state.warm, &state.seen, &callback).await?;
     let answer = if ack.duplicate {

@@ -16,6 +16,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::Response;
+use checkout_rules::origin::Origin;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
@@ -185,7 +186,7 @@ pub(crate) async fn apply(
         callback_id,
         body_sha256,
         event,
-        origin: charge::Origin::Notification,
+        origin: Origin::Notification,
     };
     let ack = charge::apply_callback(&state.db, &state.warm, &state.seen, &callback)
         .instrument(span)

@@ -6,9 +6,8 @@
 use crate::auth::session::{self, Operator};
 use crate::db::{self, review};
 use crate::error::ApiError;
-use crate::extract::{AppJson, AppPath, AppQuery, ClientIp};
+use crate::extract::{AppJson, AppPath, AppQuery, ClientIp, OrderNoPath};
 use crate::openapi::ShopperErrors;
-use crate::order_no::OrderNo;
 use crate::state::AppState;
 use api_types::AnomalyKind;
 use api_types::api::Reconciliation;
@@ -195,7 +194,7 @@ pub async fn resolve_anomaly(
 pub async fn timeline(
     State(state): State<AppState>,
     _operator: Operator,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<OrderTimeline>, ApiError> {
     let order = review::order(&state.db, order_no.as_str())
         .await?

@@ -6,10 +6,9 @@
 use crate::auth::session::SignedIn;
 use crate::db::{orders, products, shoppers};
 use crate::error::ApiError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, OrderNoPath};
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::openapi::ShopperErrors;
-use crate::order_no::OrderNo;
 use crate::state::AppState;
 use crate::tokens::{TokenBinding, TokenFingerprint};
 use api_types::api::{CreateOrder, Order, RequestToken};
@@ -18,6 +17,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use checkout_rules::order_no::OrderNo;
 use uuid::Uuid;
 
 /// Most items of one product in one order.
@@ -133,7 +133,7 @@ pub async fn list_orders(
 pub async fn get_order(
     State(state): State<AppState>,
     signed_in: SignedIn,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Order>, ApiError> {
     let row = orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?
@@ -167,7 +167,7 @@ pub fn ensure_payable(
 pub async fn issue_request_token(
     State(state): State<AppState>,
     signed_in: SignedIn,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<(StatusCode, Json<RequestToken>), ApiError> {
     state.limits.tokens.check(&signed_in.shopper_id)?;
     let order = orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)

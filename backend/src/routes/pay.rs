@@ -19,10 +19,9 @@
 use crate::auth::session::SignedIn;
 use crate::db::{self, attempts};
 use crate::error::ApiError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, OrderNoPath};
 use crate::faults;
 use crate::openapi::ShopperErrors;
-use crate::order_no::OrderNo;
 use crate::platform;
 use crate::state::AppState;
 use crate::tokens::{Consumed, TokenBinding, TokenFingerprint};
@@ -32,6 +31,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use checkout_rules::order_no::OrderNo;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -59,7 +59,7 @@ const IN_FLIGHT_POLL: Duration = Duration::from_millis(20);
 pub async fn pay(
     State(state): State<AppState>,
     signed_in: SignedIn,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
     AppJson(body): AppJson<PayRequest>,
 ) -> Result<Response, ApiError> {
     let shopper_id = signed_in.shopper_id;

@@ -3,6 +3,7 @@
 //! QR encoder (its 150 KiB budget).
 
 use crate::error::ApiError;
+use crate::extract::OrderNoPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::header;
@@ -23,7 +24,7 @@ const MIN_SIDE_PX: u32 = 200;
 pub async fn payment_code(
     State(state): State<AppState>,
     signed_in: crate::auth::session::SignedIn,
-    order_no: crate::order_no::OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Response, ApiError> {
     let link =
         crate::db::attempts::payable_qr_code(&state.db, order_no.as_str(), signed_in.shopper_id)

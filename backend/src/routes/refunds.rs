@@ -5,10 +5,9 @@
 
 use crate::db::refunds as store;
 use crate::error::ApiError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, OrderNoPath};
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::openapi::BearerErrors;
-use crate::order_no::OrderNo;
 use crate::state::AppState;
 use api_types::RefundRequester;
 use api_types::api::{CreateRefund, Refund};
@@ -16,6 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use checkout_rules::order_no::OrderNo;
 use serde_json::json;
 
 /// `POST /api/merchant/orders/{order_no}/refunds` -> 202 the PENDING refund.
@@ -30,7 +30,7 @@ use serde_json::json;
         BearerErrors))]
 pub async fn merchant_create(
     State(state): State<AppState>,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
@@ -45,7 +45,7 @@ pub async fn merchant_create(
         BearerErrors))]
 pub async fn merchant_list(
     State(state): State<AppState>,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     list(&state, &order_no).await
 }
@@ -62,7 +62,7 @@ pub async fn merchant_list(
         BearerErrors))]
 pub async fn admin_create(
     State(state): State<AppState>,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
@@ -77,7 +77,7 @@ pub async fn admin_create(
         BearerErrors))]
 pub async fn admin_list(
     State(state): State<AppState>,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     list(&state, &order_no).await
 }
@@ -147,7 +147,7 @@ async fn list(state: &AppState, order_no: &OrderNo) -> Result<Json<Vec<Refund>>,
 pub async fn shopper_list(
     State(state): State<AppState>,
     signed_in: crate::auth::session::SignedIn,
-    order_no: OrderNo,
+    OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     crate::db::orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?

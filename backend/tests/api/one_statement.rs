@@ -19,10 +19,12 @@
 use crate::helpers::spawn_app;
 use api_types::api::{CallbackData, CallbackEvent};
 use api_types::{CallbackType, Currency, OrderStatus};
-use backend::charge::{self, Decision, Origin, VerifiedCallback};
+use backend::charge::{self, VerifiedCallback};
 use backend::db::callbacks::{self, FirstLook, Incoming};
 use backend::db::warm::WarmConnections;
 use backend::duplicates::SeenCallbacks;
+use checkout_rules::charge::{Decision, decide};
+use checkout_rules::origin::Origin;
 use futures::StreamExt;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -256,7 +258,7 @@ async fn rule(db: &PgPool, case: &Case, callback: &VerifiedCallback) -> (Decisio
         .expect("order")
         .expect("order exists");
     let reference = order.reference(&data.payment_id, data.merchant_reference.as_deref());
-    let decision = charge::decide(
+    let decision = decide(
         case.kind,
         order.status,
         reference,

@@ -4,7 +4,8 @@
 use crate::pgbench::{self, BODY_SHA256, CallbackPath, EVENT_TYPE};
 use crate::postgres::{CALLBACK_PREFIX, order_no, order_no_sql};
 use anyhow::{Context, bail};
-use backend::charge::{Decision, NEW_CHARGE_SQL};
+use backend::charge::NEW_CHARGE_SQL;
+use checkout_rules::charge::Decision;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 

@@ -18,9 +18,10 @@ use crate::postgres::{CALLBACK_PREFIX, PAYMENT_PREFIX, order_no_sql};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
 use backend::charge::{
-    CallbackSql, DUPLICATE_LOOKUP_SQL, DUPLICATE_SQL, Decision, GENERAL_CHARGE_SQL, NEW_CHARGE_SQL,
+    CallbackSql, DUPLICATE_LOOKUP_SQL, DUPLICATE_SQL, GENERAL_CHARGE_SQL, NEW_CHARGE_SQL,
 };
 use backend::db::{accounts, attempts, callbacks, deliveries, ledger, orders};
+use checkout_rules::charge::Decision;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

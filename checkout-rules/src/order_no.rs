@@ -4,7 +4,7 @@
 //! Orders made before this shape carry 32 hex digits; they still parse.
 //!
 //! Every route that takes an order number parses it into an [`OrderNo`] before
-//! anything else, so a malformed one (a NUL byte, a megabyte of text, another
+//! anything else (the backend's `OrderNoPath` extractor), so a malformed one (a NUL byte, a megabyte of text, another
 //! prefix) never reaches PostgreSQL or Redis. It is answered exactly like an
 //! unknown one, `404 ORDER_NOT_FOUND`, so the answer says nothing about the shape.
 
