@@ -1,10 +1,10 @@
 //! `EXPLAIN (ANALYZE, BUFFERS)` of every statement of one new callback, with the
 //! values the handler would bind, inside a transaction that is rolled back.
 
+use crate::handler_sql::NEW_CHARGE_SQL;
 use crate::pgbench::{self, BODY_SHA256, CallbackPath, EVENT_TYPE};
 use crate::postgres::{CALLBACK_PREFIX, order_no, order_no_sql};
 use anyhow::{Context, bail};
-use backend::charge::NEW_CHARGE_SQL;
 use checkout_rules::charge::Decision;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;

@@ -1,6 +1,6 @@
 //! Benchmarks of the checkout against the physical limit, in one run on one machine.
 //!
-//! - [`pgbench`]: the callback handler's SQL (`backend::charge::NEW_CHARGE_SQL`,
+//! - [`pgbench`]: the callback handler's SQL (`bench::handler_sql::NEW_CHARGE_SQL`,
 //!   `DUPLICATE_SQL`) turned into pgbench scripts: the limit;
 //! - [`load`] and [`callbacks`]: the same work through the backend over HTTP,
 //!   signed like the payment platform signs it;
@@ -16,6 +16,7 @@ pub mod callbacks;
 pub mod cli;
 pub mod cpu;
 pub mod explain;
+pub mod handler_sql;
 pub mod load;
 pub mod machine;
 pub mod pgbench;

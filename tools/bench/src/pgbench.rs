@@ -1,6 +1,6 @@
 //! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
 //!
-//! The statements are `backend::charge::NEW_CHARGE_SQL` and `DUPLICATE_SQL`
+//! The statements are `bench::handler_sql::NEW_CHARGE_SQL` and `DUPLICATE_SQL`
 //! (what the handler runs: one statement), `GENERAL_CHARGE_SQL` (the same work
 //! as the general path's separate statements, replayed one round trip each
 //! and pipelined into one round trip) and `DUPLICATE_LOOKUP_SQL` (the least a
@@ -14,12 +14,12 @@
 //! Order `k` of a new callback: client `c` of `n` takes `k = base + c + n * i`
 //! in its `i`-th transaction (pgbench keeps `i` per client across transactions).
 
+use crate::handler_sql::{
+    CallbackSql, DUPLICATE_LOOKUP_SQL, DUPLICATE_SQL, GENERAL_CHARGE_SQL, NEW_CHARGE_SQL,
+};
 use crate::postgres::{CALLBACK_PREFIX, PAYMENT_PREFIX, order_no_sql};
 use crate::stats::{Latency, Run};
 use anyhow::{Context, bail};
-use backend::charge::{
-    CallbackSql, DUPLICATE_LOOKUP_SQL, DUPLICATE_SQL, GENERAL_CHARGE_SQL, NEW_CHARGE_SQL,
-};
 use backend::db::{accounts, attempts, callbacks, deliveries, ledger, orders};
 use checkout_rules::charge::Decision;
 use std::collections::BTreeSet;
@@ -54,14 +54,14 @@ impl CallbackPath {
     /// The statements it replays and where they come from.
     fn sql(self) -> (CallbackSql, &'static str) {
         match self {
-            Self::New => (NEW_CHARGE_SQL, "backend::charge::NEW_CHARGE_SQL"),
+            Self::New => (NEW_CHARGE_SQL, "bench::handler_sql::NEW_CHARGE_SQL"),
             Self::NewStatements | Self::NewPipelined => {
-                (GENERAL_CHARGE_SQL, "backend::charge::GENERAL_CHARGE_SQL")
+                (GENERAL_CHARGE_SQL, "bench::handler_sql::GENERAL_CHARGE_SQL")
             }
-            Self::Duplicate => (DUPLICATE_SQL, "backend::charge::DUPLICATE_SQL"),
+            Self::Duplicate => (DUPLICATE_SQL, "bench::handler_sql::DUPLICATE_SQL"),
             Self::DuplicateLookup => (
                 DUPLICATE_LOOKUP_SQL,
-                "backend::charge::DUPLICATE_LOOKUP_SQL",
+                "bench::handler_sql::DUPLICATE_LOOKUP_SQL",
             ),
         }
     }

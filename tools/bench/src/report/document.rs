@@ -18,7 +18,7 @@ impl Results {
             w,
             "The callback handler is compared with `pgbench` doing the same work with as few round trips \
              as it can, generated from the SQL files the handler runs: its one statement \
-             (`backend::charge::NEW_CHARGE_SQL`, `DUPLICATE_SQL`) and the general path's statements \
+             (`bench::handler_sql::NEW_CHARGE_SQL`, `DUPLICATE_SQL`) and the general path's statements \
              pipelined into one round trip (`GENERAL_CHARGE_SQL`), with the same statements one round \
              trip each and the bare duplicate lookup (`DUPLICATE_LOOKUP_SQL`) beside them; on the same \
              machine, in the same run, with the same data. pgbench is the limit: PostgreSQL doing the \

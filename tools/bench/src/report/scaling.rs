@@ -373,7 +373,7 @@ impl Results {
             w,
             "New callbacks (`POST /api/payments/callback`, each for a fresh PENDING order, signed \
              before the timed window) at {} clients. In each of {} round(s), back to back, {} s \
-             each after a discarded warm-up: pgbench running `backend::charge::NEW_CHARGE_SQL` in its \
+             each after a discarded warm-up: pgbench running `bench::handler_sql::NEW_CHARGE_SQL` in its \
              own database (the limit: PostgreSQL with nothing in front), the callbacks straight to \
              one backend, then through HAProxy (`deploy/haproxy.cfg`, round robin, keep-alive to the \
              backends) with {} backend(s). Every backend is the release build with the same \

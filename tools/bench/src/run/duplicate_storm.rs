@@ -1,5 +1,5 @@
 //! The duplicate-storm step: one callback delivered once, then repeated by
-//! every client, through pgbench on `backend::charge::DUPLICATE_SQL` and
+//! every client, through pgbench on `bench::handler_sql::DUPLICATE_SQL` and
 //! through the backend.
 //!
 //! Each side first charges its order once for real, so every measured
@@ -18,7 +18,7 @@ use std::path::Path;
 impl Bench {
     pub(super) async fn step_duplicate(&mut self) -> anyhow::Result<()> {
         say(
-            "==> Duplicate storm: one callback id; pgbench on backend::charge::DUPLICATE_SQL (the handler's one \
+            "==> Duplicate storm: one callback id; pgbench on bench::handler_sql::DUPLICATE_SQL (the handler's one \
              statement) and DUPLICATE_LOOKUP_SQL (the least a duplicate costs), then the backend",
         );
         let new_script = self

@@ -1,4 +1,4 @@
-//! The new-callback step: pgbench on `backend::charge::NEW_CHARGE_SQL`, then
+//! The new-callback step: pgbench on `bench::handler_sql::NEW_CHARGE_SQL`, then
 //! the same callbacks signed and posted to the backend, each for a fresh order;
 //! then one callback's plans and, when asked, `perf` profiles.
 //!
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 impl Bench {
     pub(super) async fn step_new(&mut self) -> anyhow::Result<()> {
         say(
-            "==> New callbacks: pgbench on backend::charge::NEW_CHARGE_SQL (the handler's one statement), \
+            "==> New callbacks: pgbench on bench::handler_sql::NEW_CHARGE_SQL (the handler's one statement), \
              on GENERAL_CHARGE_SQL one statement at a time and pipelined, then POST /api/payments/callback",
         );
         let (script, ping_script) = self

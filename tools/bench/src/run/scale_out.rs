@@ -1,5 +1,5 @@
 //! The scale-out step (`--steps scale`): at the focus client count, pgbench on
-//! `backend::charge::NEW_CHARGE_SQL`, then the same new callbacks straight to
+//! `bench::handler_sql::NEW_CHARGE_SQL`, then the same new callbacks straight to
 //! one backend and through HAProxy (`deploy/haproxy.cfg`) with 1, 2 and 3
 //! backends, round after round; the figures go to `docs/SCALING.md`.
 //!
