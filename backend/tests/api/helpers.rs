@@ -705,13 +705,13 @@ impl TestApp {
     /// take; -2 when it is not there, or only its in-flight marker is (taken).
     pub async fn token_ttl(&self, token: Uuid) -> i64 {
         let mut conn = self.redis().await;
-        let key = format!("{}token:{token}", self.config.redis_key_prefix);
+        let key = self.token_key(token);
         let value: Option<String> = redis::cmd("GET")
             .arg(&key)
             .query_async(&mut conn)
             .await
             .expect("get");
-        if value.is_none_or(|value| value.starts_with("inflight:")) {
+        if takeable(value).is_none() {
             return -2;
         }
         redis::cmd("TTL")
@@ -719,6 +719,15 @@ impl TestApp {
             .query_async(&mut conn)
             .await
             .expect("ttl")
+    }
+
+    /// The Redis key the app keeps `token` under.
+    pub fn token_key(&self, token: Uuid) -> String {
+        format!(
+            "{}token:{}",
+            self.config.redis_key_prefix,
+            token.as_hyphenated()
+        )
     }
 
     /// A connection to the app's Redis.
@@ -864,6 +873,12 @@ impl TestApp {
         .expect("snapshot");
         Snapshot(rows.into_iter().map(|(row,)| row).collect())
     }
+}
+
+/// A token key's value if a pay could still take it: `None` when the key is
+/// gone or holds only the in-flight marker a pay leaves when it takes the token.
+pub fn takeable(value: Option<String>) -> Option<String> {
+    value.filter(|value| !value.starts_with("inflight:"))
 }
 
 /// The business state of a database at one moment.

@@ -189,7 +189,7 @@ async fn a_submit_whose_token_is_in_flight_without_an_attempt_answers_pay_in_pro
     let app = spawn_app_without_callbacks().await;
     let (_, order) = app.account_with_order(10_000, 2_000).await;
     let token = app.request_token(&order.order_no).await;
-    let key = format!("{}token:{token}", app.config.redis_key_prefix);
+    let key = app.token_key(token);
     let mut redis = app.redis().await;
     let binding: String = redis::cmd("GET")
         .arg(&key)

@@ -7,7 +7,7 @@
 //! sentinels on their own ports. `REDIS_URL` points at a port nothing listens
 //! on, so the tokens can only be reached through the sentinels.
 
-use crate::helpers::{TestApp, error_code, spawn_app_with};
+use crate::helpers::{TestApp, error_code, spawn_app_with, takeable};
 use api_types::OrderStatus;
 use backend::config::Config;
 use reqwest::StatusCode;
@@ -39,14 +39,6 @@ async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("connects to the redis node")
 }
 
-fn token_key(app: &TestApp, token: Uuid) -> String {
-    format!(
-        "{}token:{}",
-        app.config.redis_key_prefix,
-        token.as_hyphenated()
-    )
-}
-
 /// What the node at `url` holds under the token's key.
 async fn stored_binding(url: &str, key: &str) -> Option<String> {
     redis::cmd("GET")
@@ -60,9 +52,7 @@ async fn stored_binding(url: &str, key: &str) -> Option<String> {
 /// `None` when the key is gone or holds only the in-flight marker a pay
 /// leaves when it takes the token.
 async fn takeable_binding(url: &str, key: &str) -> Option<String> {
-    stored_binding(url, key)
-        .await
-        .filter(|value| !value.starts_with("inflight:"))
+    takeable(stored_binding(url, key).await)
 }
 
 /// Asks for a request token for `order_no` every 100 ms until one is issued:
@@ -135,7 +125,7 @@ async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_mean
         .await
         .expect("the sentinels name a primary");
     assert!(
-        stored_binding(&primary, &token_key(&app, token))
+        stored_binding(&primary, &app.token_key(token))
             .await
             .is_some(),
         "the token is stored on the primary the sentinels name"
@@ -148,7 +138,7 @@ async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_mean
         OrderStatus::Paid
     );
     assert!(
-        takeable_binding(&primary, &token_key(&app, token))
+        takeable_binding(&primary, &app.token_key(token))
             .await
             .is_none(),
         "the pay consumed the token on the primary"
@@ -173,7 +163,7 @@ async fn tokens_follow_a_sentinel_failover_without_a_restart_and_answer_503_mean
     assert_ne!(promoted, killed);
     assert!(unavailable > 0, "no 503 while the primary was gone");
     assert!(
-        stored_binding(&group.replica_url(), &token_key(&app, fresh))
+        stored_binding(&group.replica_url(), &app.token_key(fresh))
             .await
             .is_some(),
         "the new token is on the promoted replica"
@@ -213,7 +203,7 @@ async fn a_token_consumed_on_the_old_primary_that_reappears_after_failover_still
     .await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     let token = app.request_token(&order.order_no).await;
-    let key = token_key(&app, token);
+    let key = app.token_key(token);
     let primary = group
         .primary_url()
         .await
@@ -322,7 +312,7 @@ async fn a_graceful_sentinel_failover_demoting_the_primary_is_followed_and_keeps
     let (fresh, _) = issue_until_created(&app, &second.order_no, Instant::now()).await;
     let promoted_url = format!("redis://127.0.0.1:{promoted}");
     assert!(
-        stored_binding(&promoted_url, &token_key(&app, fresh))
+        stored_binding(&promoted_url, &app.token_key(fresh))
             .await
             .is_some(),
         "the new token is on the promoted node"
@@ -333,7 +323,7 @@ async fn a_graceful_sentinel_failover_demoting_the_primary_is_followed_and_keeps
     assert_eq!(paid.status(), StatusCode::ACCEPTED);
     assert!(paid.headers().get("idempotent-replayed").is_none());
     assert!(
-        takeable_binding(&promoted_url, &token_key(&app, token))
+        takeable_binding(&promoted_url, &app.token_key(token))
             .await
             .is_none(),
         "consumed on the new primary"

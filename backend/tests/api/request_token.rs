@@ -18,15 +18,8 @@ async fn request_token_is_a_uuid_v4_stored_in_redis_with_its_ttl_and_binding() {
     let ttl = (token.expires_at - OffsetDateTime::now_utc()).whole_seconds();
     assert!((890..=900).contains(&ttl), "expires in {ttl} s");
 
-    let client = redis::Client::open(app.config.redis_url.expose()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("redis");
-    let key = format!(
-        "{}token:{}",
-        app.config.redis_key_prefix, token.request_token
-    );
+    let mut conn = app.redis().await;
+    let key = app.token_key(token.request_token);
     let value: String = redis::cmd("GET")
         .arg(&key)
         .query_async(&mut conn)
