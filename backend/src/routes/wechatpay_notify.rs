@@ -124,12 +124,25 @@ async fn handle(
     tracing::Span::current().record("callback_id", callback_id.as_str());
     let span = tracing::info_span!("wechatpay_notification", callback_id = %callback_id,
         event_type = notification.event_type.as_str());
+    // Strings PostgreSQL cannot hold (U+0000) make the notification malformed,
+    // whatever it decoded to: the event's, or the anomaly's of another merchant.
     let decoded = span
         .in_scope(|| decode(&notification, settings))
         .and_then(|event| {
             notify::check_event_text(&event)
                 .map(|()| event)
                 .map_err(Decoded::Malformed)
+        })
+        .map_err(|decoded| match decoded {
+            Decoded::OtherMerchant { order_no, details }
+                if !notify::fits_postgres_text(&order_no)
+                    || !notify::json_fits_postgres(&details) =>
+            {
+                Decoded::Malformed(
+                    "a notification for another merchant, with U+0000 in its strings".into(),
+                )
+            }
+            other => other,
         });
     let event = match decoded {
         Ok(event) => {
@@ -141,17 +154,6 @@ async fn handle(
                 .instrument(span.clone())
                 .await?;
             return Err(Refusal::new(StatusCode::BAD_REQUEST, message));
-        }
-        Err(Decoded::OtherMerchant { order_no, details })
-            if !notify::fits_postgres_text(&order_no) || !notify::json_fits_postgres(&details) =>
-        {
-            record_malformed(state, &callback_id)
-                .instrument(span.clone())
-                .await?;
-            return Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "a notification for another merchant, with U+0000 in its strings",
-            ));
         }
         Err(Decoded::OtherMerchant { order_no, details }) => {
             tracing::Span::current().record("order_no", order_no.as_str());
