@@ -82,7 +82,7 @@ step "Fault injection: the backend as a child process, killed, frozen; PostgreSQ
 # build both from this tree first, separately, so the ordinary one stays without them.
 cargo build --locked -p backend --bin backend
 cargo build --locked -p backend --features fault-injection --bin backend-fault-injection
-cargo test --locked -p storm
+cargo test --locked -p storm -p faults
 
 step "schemathesis: every operation of /api/openapi.json, no 5xx, every answer as described"
 bash scripts/schemathesis.sh

@@ -32,55 +32,24 @@
 //! change and deduction, or none of them; the platform's retry then finds
 //! either "duplicate" or a clean slate.
 
+use crate::callback::{Applied, VerifiedCallback, delivery, log_delivery};
 use crate::db::accounts;
 use crate::db::anomalies;
 use crate::db::attempts;
 use crate::db::callbacks::{self, FirstLook, NewCallback};
-use crate::db::deliveries::{self, Delivery};
 use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
 use crate::db::warm::WarmConnections;
 use crate::duplicates::SeenCallbacks;
 use crate::error::ApiError;
-use crate::faults;
-use api_types::api::{CallbackAck, CallbackEvent, CallbackType};
+use crate::infra::faults;
+use api_types::api::{CallbackAck, CallbackType};
 use api_types::{AnomalyKind, AttemptStatus, CallbackOutcome};
 use checkout_rules::charge::{Decision, decide};
-use checkout_rules::origin::Origin;
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
 
-/// A callback whose signature was verified and whose body parsed.
-#[derive(Debug, Clone)]
-pub struct VerifiedCallback {
-    /// The `webhook-id` header: the idempotency key of a callback.
-    pub callback_id: String,
-    /// SHA-256 of the raw body, hex: tells a true duplicate from a reused id.
-    pub body_sha256: String,
-    /// The parsed body.
-    pub event: CallbackEvent,
-    /// Whether the platform told us on its own or answered our query.
-    pub origin: Origin,
-}
-
-impl VerifiedCallback {
-    /// What [`callbacks::first_statement`] binds for this callback.
-    pub fn incoming(&self) -> callbacks::Incoming<'_> {
-        let data = &self.event.data;
-        callbacks::Incoming {
-            callback_id: &self.callback_id,
-            order_no: &data.order_no,
-            event_type: self.event.kind,
-            body_sha256: &self.body_sha256,
-            payment_id: data.payment_id.as_str(),
-            merchant_reference: data.merchant_reference.as_deref(),
-            amount_cents: data.amount_cents,
-            currency: data.currency.as_str(),
-        }
-    }
-}
-
-/// `refund.succeeded` / `refund.failed`: applied by [`crate::refunds`].
+/// `refund.succeeded` / `refund.failed`: applied by [`crate::refund`].
 const fn is_refund_event(kind: CallbackType) -> bool {
     matches!(
         kind,
@@ -119,7 +88,7 @@ pub async fn apply_callback(
         return Ok(duplicate_answer(known.outcome));
     }
     let started = std::time::Instant::now();
-    match first_statement(db, warm, callback).await? {
+    match first_statement(warm, callback).await? {
         FirstLook::Charged => Ok(applied(
             Some(seen),
             callback,
@@ -142,7 +111,7 @@ fn applied(
     if let Some(seen) = seen {
         seen.remember(&callback.callback_id, &callback.body_sha256, outcome);
     }
-    crate::metrics::charge_transaction(started);
+    crate::infra::metrics::charge_transaction(started);
     faults::crash_point("callback.after_commit");
     record_outcome(outcome);
     tracing::info!(outcome = outcome.as_str(), "callback applied");
@@ -162,21 +131,6 @@ fn duplicate_answer(first: CallbackOutcome) -> CallbackAck {
     }
 }
 
-/// The delivery row of `callback` answered `http_status` with `outcome`.
-fn delivery(
-    callback: &VerifiedCallback,
-    outcome: CallbackOutcome,
-    http_status: u16,
-) -> Delivery<'_> {
-    Delivery {
-        callback_id: &callback.callback_id,
-        order_no: Some(&callback.event.data.order_no),
-        event_type: Some(callback.event.kind),
-        outcome,
-        http_status,
-    }
-}
-
 /// The general path alone, as the handler ran it before the one statement: a
 /// seen id is answered, anything else goes through `apply_in_tx` and
 /// [`decide`]. The handler takes it for every case the first statement leaves
@@ -192,28 +146,32 @@ pub async fn apply_callback_general(
 }
 
 /// Runs [`callbacks::first_statement`] on a connection from `warm`, which
-/// keeps it for the next callback. In builds with crash points it runs in
-/// a transaction of its own, so `callback.in_tx` can kill the process with
-/// every row written and nothing committed, as it does in the general path.
+/// keeps it for the next callback, in autocommit: the statement is its own
+/// transaction. Builds with crash points run this same path; at
+/// `callback.in_statement` they kill the process while the statement is in
+/// flight, so PostgreSQL commits it or not, and the platform's retry must find
+/// a duplicate or a clean slate.
 async fn first_statement(
-    db: &PgPool,
     warm: &WarmConnections,
     callback: &VerifiedCallback,
 ) -> Result<FirstLook, ApiError> {
-    let incoming = callback.incoming();
-    if cfg!(feature = "fault-injection") {
-        let mut tx = db.begin().await?;
-        let look = callbacks::first_statement(&mut *tx, &incoming).await?;
-        if matches!(look, FirstLook::Charged) {
-            faults::crash_point("callback.in_tx");
-        }
-        tx.commit().await?;
-        Ok(look)
-    } else {
-        Ok(warm
-            .run(async |conn| callbacks::first_statement(conn, &incoming).await)
-            .await?)
+    if faults::fires("callback.in_statement") {
+        let (warm, callback) = (warm.clone(), callback.clone());
+        tokio::spawn(async move {
+            let incoming = callback.incoming();
+            let _ = warm
+                .run(async |conn| callbacks::first_statement(conn, &incoming).await)
+                .await;
+        });
+        // Long enough for the statement to be sent, too short for its answer, mostly.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        eprintln!("crash point callback.in_statement hit: aborting the process");
+        std::process::abort();
     }
+    let incoming = callback.incoming();
+    Ok(warm
+        .run(async |conn| callbacks::first_statement(conn, &incoming).await)
+        .await?)
 }
 
 /// The general transaction for a callback id not seen before; `seen`, when
@@ -252,19 +210,6 @@ async fn apply_in_new_tx(
     }
 }
 
-/// What [`apply_in_tx`] did; the caller commits (or, for `AlreadyClaimed`, rolls back).
-#[derive(Debug)]
-pub(crate) enum Applied {
-    /// The decision was carried out and the delivery logged with this outcome.
-    Done(CallbackOutcome),
-    /// The event id was claimed by someone else since the caller last looked.
-    AlreadyClaimed,
-    /// No such order (delivery logged).
-    OrderNotFound,
-    /// Amount or currency differ (anomaly and delivery logged): the message says how.
-    AmountMismatch(String),
-}
-
 /// The body of the callback transaction, in a transaction the caller opened
 /// (a callback's own, or a query worker's that already holds the order's row
 /// lock): lock the order and account, check the amount, decide, claim the event
@@ -274,7 +219,7 @@ pub(crate) async fn apply_in_tx(
     callback: &VerifiedCallback,
 ) -> Result<Applied, ApiError> {
     if is_refund_event(callback.event.kind) {
-        return crate::refunds::apply_in_tx(tx, callback).await;
+        return crate::refund::apply_in_tx(tx, callback).await;
     }
     let data = &callback.event.data;
     let Some(order) = orders::lock_with_account(&mut **tx, &data.order_no).await? else {
@@ -415,7 +360,7 @@ async fn execute(
         .await?;
     }
     if let Some(cause) = decision.unbooked_success(callback.event.kind) {
-        crate::refunds::start_automatic(tx, callback, order, cause).await?;
+        crate::refund::start_automatic(tx, callback, order, cause).await?;
     }
     Ok(())
 }
@@ -481,7 +426,7 @@ async fn answer_seen(
 /// every line logged after it (and the one reporting it) names it.
 fn record_outcome(outcome: CallbackOutcome) {
     tracing::Span::current().record("outcome", outcome.as_str());
-    crate::metrics::callback_result(outcome.as_str());
+    crate::infra::metrics::callback_result(outcome.as_str());
 }
 
 async fn refuse_amount_mismatch(
@@ -532,15 +477,4 @@ fn kind_note(kind: AnomalyKind) -> &'static str {
         AnomalyKind::FailureAfterPaid => "a failure for an order already charged",
         _ => "",
     }
-}
-
-/// Logs one delivery of `callback` and what we answered, in the callback's transaction.
-pub(crate) async fn log_delivery(
-    tx: &mut Transaction<'_, Postgres>,
-    callback: &VerifiedCallback,
-    outcome: CallbackOutcome,
-    http_status: u16,
-) -> Result<(), ApiError> {
-    deliveries::record(&mut **tx, delivery(callback, outcome, http_status)).await?;
-    Ok(())
 }

@@ -6,7 +6,7 @@
 //! platform without its URL or without a strong `WEBHOOK_SECRET`.
 
 use crate::env;
-use crate::tokens::{RedisTarget, SentinelAddr};
+use crate::infra::redis::{RedisTarget, SentinelAddr};
 use callback_signing::{CallbackSecret, SecretError};
 use checkout_rules::query_schedule::QuerySchedule;
 use clap::Parser;
@@ -236,9 +236,9 @@ pub struct Config {
     #[arg(long, env = env::OPS_SESSION_MAX_SECS, default_value_t = 28_800)]
     pub ops_session_max_secs: u64,
 
-    /// Rate limits (0 switches one off); see `crate::limits` for what each counts.
+    /// Rate limits (0 switches one off); see `crate::http::limits` for what each counts.
     #[command(flatten)]
-    pub limits: crate::limits::LimitsConfig,
+    pub limits: crate::http::limits::LimitsConfig,
 
     /// WeChat Pay API v3 settings (PLATFORM=wechatpay).
     #[command(flatten)]
@@ -288,7 +288,7 @@ pub struct Config {
     /// Time of day (`HH:MM`, UTC) from which the daily worker reconciles the
     /// previous day's bill (once; see `backend reconcile`).
     #[arg(long, env = env::RECONCILE_AT_UTC, default_value = "10:00",
-        value_parser = crate::reconcile::worker::parse_time_of_day)]
+        value_parser = checkout_rules::reconcile::parse_time_of_day)]
     pub reconcile_at_utc: time::Time,
 
     /// Run the daily reconciliation worker in this process (never with the sandbox).
@@ -314,7 +314,7 @@ pub enum Command {
     /// stored. Exit 0 when reconciled (mismatches or not), 1 when it could not be.
     Reconcile {
         /// The day, `YYYY-MM-DD` (UTC); it must be over.
-        #[arg(long, value_parser = crate::reconcile::parse_date)]
+        #[arg(long, value_parser = checkout_rules::reconcile::parse_date)]
         date: time::Date,
     },
 }
@@ -325,8 +325,8 @@ fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
 
 impl Config {
     /// How the instance drains on SIGTERM.
-    pub fn drain_timing(&self) -> crate::shutdown::DrainTiming {
-        crate::shutdown::DrainTiming {
+    pub fn drain_timing(&self) -> crate::infra::shutdown::DrainTiming {
+        crate::infra::shutdown::DrainTiming {
             drain: Duration::from_secs(self.drain_secs),
             deadline: Duration::from_secs(self.drain_deadline_secs),
         }
@@ -390,7 +390,7 @@ impl Default for Config {
             cookie_secure: false,
             session_idle_secs: 43_200,
             ops_session_max_secs: 28_800,
-            limits: crate::limits::LimitsConfig::default(),
+            limits: crate::http::limits::LimitsConfig::default(),
             wechatpay: WechatPayConfig::default(),
             alipay: AlipayConfig::default(),
             static_dir: None,
@@ -1201,5 +1201,20 @@ mod tests {
             Config::try_parse_from(["backend"]).expect("parses").command,
             None
         );
+    }
+
+    #[test]
+    fn every_clap_setting_reads_a_listed_variable() {
+        use clap::CommandFactory;
+        let command = Config::command();
+        for argument in command.get_arguments() {
+            if let Some(variable) = argument.get_env() {
+                let variable = variable.to_string_lossy();
+                assert!(
+                    crate::env::ALL.contains(&variable.as_ref()),
+                    "{variable} is read by Config but missing from env::ALL"
+                );
+            }
+        }
     }
 }

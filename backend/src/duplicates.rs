@@ -11,7 +11,7 @@
 //! it, or this one restarted) goes to the database as before.
 //!
 //! A duplicate's delivery is still logged before it is answered, but many
-//! duplicates share one statement and one commit ([`crate::group_commit`]):
+//! duplicates share one statement and one commit ([`crate::infra::group_commit`]):
 //! [`SeenCallbacks::log`] hands the row to a writer that inserts every row
 //! waiting (up to [`BATCH_MAX`]) in one `INSERT ... SELECT FROM UNNEST`, up to
 //! [`WRITERS`] batches at once, then answers each waiter. Under a storm of `n`
@@ -27,7 +27,7 @@
 //! benchmark: 1.7-2.0x the duplicates per second at 8 clients, 1.6x at 32.
 
 use crate::db::deliveries::Delivery;
-use crate::group_commit::GroupCommit;
+use crate::infra::group_commit::GroupCommit;
 use api_types::{CallbackOutcome, CallbackType};
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -173,7 +173,7 @@ mod tests {
     use super::*;
 
     fn cache() -> SeenCallbacks {
-        SeenCallbacks::new(crate::group_commit::no_database())
+        SeenCallbacks::new(crate::infra::group_commit::no_database())
     }
 
     #[tokio::test]

@@ -190,19 +190,4 @@ mod tests {
             );
         }
     }
-
-    #[test]
-    fn every_clap_setting_reads_a_listed_variable() {
-        use clap::CommandFactory;
-        let command = crate::config::Config::command();
-        for argument in command.get_arguments() {
-            if let Some(variable) = argument.get_env() {
-                let variable = variable.to_string_lossy();
-                assert!(
-                    ALL.contains(&variable.as_ref()),
-                    "{variable} is read by Config but missing from env::ALL"
-                );
-            }
-        }
-    }
 }

@@ -225,13 +225,13 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
-/// A group-committed row ([`crate::group_commit`]) that was not written: its
+/// A group-committed row ([`crate::infra::group_commit`]) that was not written: its
 /// batch's statement failed (the database's outage, as with any statement:
 /// 503, retry), or the writer is gone (the process is stopping: a bug if seen
 /// while serving).
-impl From<crate::group_commit::GroupCommitError> for ApiError {
-    fn from(err: crate::group_commit::GroupCommitError) -> Self {
-        use crate::group_commit::GroupCommitError;
+impl From<crate::infra::group_commit::GroupCommitError> for ApiError {
+    fn from(err: crate::infra::group_commit::GroupCommitError) -> Self {
+        use crate::infra::group_commit::GroupCommitError;
         match err {
             GroupCommitError::Failed { message, .. } => {
                 Self::DatabaseUnavailable(sqlx::Error::Protocol(message))
@@ -272,7 +272,7 @@ impl IntoResponse for ApiError {
         let mut response = (status, Json(ErrorBody::new(code, message))).into_response();
         response
             .extensions_mut()
-            .insert(crate::metrics::ErrorCodeTag(code.as_str()));
+            .insert(crate::infra::metrics::ErrorCodeTag(code.as_str()));
         if let Some(secs) = retry_after {
             response
                 .headers_mut()

@@ -15,7 +15,6 @@
 
 use crate::db::idempotency as store;
 use crate::error::ApiError;
-use crate::routes::pay::REPLAYED_HEADER;
 use axum::Json;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -24,6 +23,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
+
+/// Header marking an answer as the replay of an earlier one (of an order
+/// placed, or of a pay whose token was used before).
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";

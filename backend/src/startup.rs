@@ -1,18 +1,19 @@
 //! Building and running the application: database, migrations, Redis, router, listener.
 
-use crate::auth::bearer::{self, BearerKey};
-use crate::auth::session;
 use crate::config::{Command, Config, PlatformChoice};
 use crate::error::ApiError;
-use crate::limits::Limits;
-use crate::openapi::ApiDoc;
+use crate::http::auth::bearer::{self, BearerKey};
+use crate::http::auth::session;
+use crate::http::limits::Limits;
+use crate::http::openapi::ApiDoc;
+use crate::http::routes;
+use crate::http::serve;
+use crate::http::static_files;
+use crate::http::web_security::{self, Csrf, SecurityHeaders};
+use crate::infra::redis::RedisTarget;
+use crate::infra::tokens::TokenStore;
 use crate::platform::{Platform, dispatcher};
-use crate::routes;
-use crate::serve;
 use crate::state::AppState;
-use crate::static_files;
-use crate::tokens::{RedisTarget, TokenStore};
-use crate::web_security::{self, Csrf, SecurityHeaders};
 use anyhow::Context;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -35,24 +36,21 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-/// Largest request body any endpoint reads (callbacks are held to this too).
-pub const MAX_BODY_BYTES: usize = routes::callbacks::MAX_CALLBACK_BYTES;
-
 /// Time a connection has to deliver a complete request head (from its accept,
 /// or from the previous response on a kept-alive connection) before it is closed.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connections served at once. When all are taken, new connections wait in the
-/// kernel's accept backlog until one closes (see [`crate::serve`]).
+/// kernel's accept backlog until one closes (see [`crate::http::serve`]).
 pub const MAX_CONNECTIONS: usize = 1024;
 
 /// Time a response write may make no progress (the client stopped reading)
-/// before the connection is closed (see [`crate::serve`]).
+/// before the connection is closed (see [`crate::http::serve`]).
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections one client address may hold at once: a quarter of
 /// [`MAX_CONNECTIONS`], far above a browser's six or a load test's hundred,
-/// so one address can never take every slot (see [`crate::serve`]).
+/// so one address can never take every slot (see [`crate::http::serve`]).
 pub const MAX_CONNECTIONS_PER_CLIENT: usize = MAX_CONNECTIONS / 4;
 
 /// The migrations in `migrations/`, embedded at compile time.
@@ -69,7 +67,7 @@ pub struct Application {
     /// When the daily reconciliation worker runs (UTC time of day); None: it does not.
     reconcile_at: Option<time::Time>,
     /// `DRAIN_SECS` and `DRAIN_DEADLINE_SECS`.
-    drain: crate::shutdown::DrainTiming,
+    drain: crate::infra::shutdown::DrainTiming,
 }
 
 impl Application {
@@ -81,7 +79,7 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let settled = config.settle()?;
         // Installed before the first request is counted.
-        crate::metrics::handle();
+        crate::infra::metrics::handle();
         let db = crate::schema::prepare(
             config.database_url.expose(),
             config
@@ -196,7 +194,7 @@ impl Application {
             tokens,
             webhook,
             admin_token: config.admin_token.clone().map(Arc::new),
-            operator_sessions: session::OperatorSessions::new(
+            operator_sessions: crate::http::auth::operator::OperatorSessions::new(
                 config.admin_token.as_ref(),
                 Duration::from_secs(config.ops_session_max_secs),
             ),
@@ -207,8 +205,8 @@ impl Application {
             limits: Limits::new(&config.limits),
             public_origin: config.public_origin.clone().into(),
             order_ttl_secs: config.order_ttl_secs,
-            trusted_proxies: crate::extract::TrustedProxies::new(&config.trusted_proxies),
-            shutdown: crate::shutdown::Shutdown::new(),
+            trusted_proxies: crate::http::extract::TrustedProxies::new(&config.trusted_proxies),
+            shutdown: crate::infra::shutdown::Shutdown::new(),
             seen: crate::duplicates::SeenCallbacks::new(db.clone()),
             submissions: crate::platform::dispatcher::Submissions::new(db.clone()),
             token_records: crate::db::orders::TokenRecords::new(db.clone()),
@@ -265,19 +263,19 @@ impl Application {
         &self.state
     }
 
-    /// The instance's phase: [`crate::shutdown::Phase::Draining`] from the
+    /// The instance's phase: [`crate::infra::shutdown::Phase::Draining`] from the
     /// first SIGTERM (tests move it themselves).
-    pub fn shutdown(&self) -> crate::shutdown::Shutdown {
+    pub fn shutdown(&self) -> crate::infra::shutdown::Shutdown {
         self.state.shutdown.clone()
     }
 
-    /// Serves until SIGTERM or SIGINT and a drain ([`crate::shutdown`]); runs
+    /// Serves until SIGTERM or SIGINT and a drain ([`crate::infra::shutdown`]); runs
     /// the workers meanwhile. Returns once the requests in flight and the
     /// workers' last rounds finished, or at the drain deadline.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let stop = self.state.shutdown.clone();
-        let crate::shutdown::DrainTiming { drain, deadline } = self.drain;
-        tokio::spawn(crate::shutdown::follow_signals(stop.clone()));
+        let crate::infra::shutdown::DrainTiming { drain, deadline } = self.drain;
+        tokio::spawn(crate::infra::shutdown::follow_signals(stop.clone()));
         let (db, platform) = (self.state.db.clone(), self.state.platform.clone());
         let submissions = self.state.submissions.clone();
         let warm = self.state.warm.clone();
@@ -301,8 +299,8 @@ impl Application {
                     warm.sweep(stop.clone()),
                     dispatcher::run(db.clone(), platform.clone(), submissions, stop.clone()),
                     crate::expiry::run(db.clone(), platform.clone(), stop.clone()),
-                    crate::refunds::run_dispatcher(db.clone(), platform.clone(), stop.clone()),
-                    crate::settlement::run_queries(
+                    crate::refund::run_dispatcher(db.clone(), platform.clone(), stop.clone()),
+                    crate::active_query::run_queries(
                         db.clone(),
                         platform.clone(),
                         schedule,
@@ -322,22 +320,22 @@ impl Application {
             shutdown_deadline: deadline,
         };
         // The listener closes once the drain is over (or at a second signal).
-        let stopping = crate::shutdown::stop_after_drain(stop.clone(), drain);
+        let stopping = crate::infra::shutdown::stop_after_drain(stop.clone(), drain);
         let server = serve::serve(self.listener, self.router, limits, stopping);
         let metrics = serve_metrics(self.metrics_listener, self.state.db.clone());
         let serving = async {
             let served = tokio::select! {
                 result = server => result,
                 result = metrics => result,
-                () = crate::metrics::run_upkeep() => Ok(()),
+                () = crate::infra::metrics::run_upkeep() => Ok(()),
             };
             // The server returns on its own only once stopping; an error stops the rest too.
-            stop.advance(crate::shutdown::Phase::Stopping);
+            stop.advance(crate::infra::shutdown::Phase::Stopping);
             served
         };
         // The workers' last rounds share the requests' deadline.
         let workers_done = async {
-            stop.reached(crate::shutdown::Phase::Stopping).await;
+            stop.reached(crate::infra::shutdown::Phase::Stopping).await;
             if tokio::time::timeout(deadline, workers).await.is_err() {
                 tracing::warn!("a worker round still running at the drain deadline was cut");
             }
@@ -356,7 +354,7 @@ async fn serve_metrics(listener: Option<TcpListener>, db: PgPool) -> std::io::Re
     };
     let app = Router::new().route(
         "/metrics",
-        axum::routing::get(move || async move { crate::metrics::render(&db).await }),
+        axum::routing::get(move || async move { crate::http::metrics::render(&db).await }),
     );
     axum::serve(listener, app).await
 }
@@ -437,7 +435,7 @@ fn sandbox(
 /// date or configuration.
 pub async fn run_from_env() -> std::process::ExitCode {
     use clap::Parser;
-    if let Err(err) = crate::telemetry::try_init() {
+    if let Err(err) = crate::infra::telemetry::try_init() {
         eprintln!("error: {err}");
         return std::process::ExitCode::from(2);
     }
@@ -457,7 +455,7 @@ pub async fn run_from_env() -> std::process::ExitCode {
             }
             return anyhow::Ok(());
         }
-        crate::faults::arm_from_env()?;
+        crate::infra::faults::arm_from_env()?;
         let app = Application::build(config).await?;
         app.run_until_stopped().await?;
         anyhow::Ok(())
@@ -533,7 +531,7 @@ pub async fn connect_and_migrate(
     crate::schema::prepare(database_url, None, max_connections).await
 }
 
-/// What guards shoppers' browsers ([`crate::web_security`]) and their sessions.
+/// What guards shoppers' browsers ([`crate::http::web_security`]) and their sessions.
 pub struct WebSecurity {
     /// The CSRF check.
     pub csrf: Csrf,
@@ -546,7 +544,7 @@ pub struct WebSecurity {
 /// The whole HTTP surface: `/healthz`, `/readyz`, `/metrics`, `/api/*`, and the payment page when `static_dir` is set.
 pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> Router {
     let metrics = OpenApiRouter::new()
-        .routes(routes!(crate::metrics::metrics))
+        .routes(routes!(crate::http::metrics::metrics))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), BearerKey::Admin),
             bearer::require,
@@ -573,9 +571,9 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     // Every route's latency and outcome; after routing, so it knows the route.
     let api = api.route_layer(middleware::from_fn_with_state(
         state.clone(),
-        crate::metrics::track,
+        crate::http::metrics::track,
     ));
-    let doc = crate::openapi::Document::new(&doc);
+    let doc = crate::http::openapi::Document::new(&doc);
     let trusted_proxies = state.trusted_proxies.clone();
     let mut app = api.with_state(state);
     app = match static_dir {
@@ -607,7 +605,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
             headers,
             web_security::security_headers,
         ))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(crate::http::extract::MAX_BODY_BYTES))
         .layer(axum::Extension(trusted_proxies))
         .layer(axum::Extension(doc))
         .service(app);

@@ -1,8 +1,8 @@
 //! The state every handler shares: one pointer to the shared handles.
 
-use crate::limits::Limits;
+use crate::http::limits::Limits;
+use crate::infra::tokens::TokenStore;
 use crate::platform::Platform;
-use crate::tokens::TokenStore;
 use api_types::api::DemoShopper;
 use callback_signing::CallbackSecret;
 use secrecy::SecretString;
@@ -47,13 +47,13 @@ pub struct Handles {
     pub admin_token: Option<Arc<SecretString>>,
     /// What an operator session must match: the admin token's fingerprint and
     /// its absolute lifetime.
-    pub operator_sessions: crate::auth::session::OperatorSessions,
+    pub operator_sessions: crate::http::auth::operator::OperatorSessions,
     /// Bearer key of the merchant API; `None` switches it off.
     pub merchant_api_key: Option<Arc<SecretString>>,
     /// The payment platform.
     pub platform: Platform,
     /// Demo shoppers may sign in: demo mode is on and no money moves
-    /// ([`crate::routes::demo::shoppers_allowed`], the rule that makes them).
+    /// ([`crate::http::routes::demo::shoppers_allowed`], the rule that makes them).
     pub demo_shoppers_allowed: bool,
     /// The demo shoppers' sign-in details (empty unless `demo_shoppers_allowed`).
     pub demo_shoppers: Arc<Vec<DemoShopper>>,
@@ -64,9 +64,9 @@ pub struct Handles {
     /// Seconds a new order stays payable.
     pub order_ttl_secs: u64,
     /// Load balancers whose `X-Forwarded-For` is believed.
-    pub trusted_proxies: crate::extract::TrustedProxies,
+    pub trusted_proxies: crate::http::extract::TrustedProxies,
     /// Serving or draining (`/readyz`).
-    pub shutdown: crate::shutdown::Shutdown,
+    pub shutdown: crate::infra::shutdown::Shutdown,
     /// Callback ids known processed, and the group-commit log of duplicates.
     pub seen: crate::duplicates::SeenCallbacks,
     /// The record of accepted hand-overs (group commit).
@@ -74,5 +74,5 @@ pub struct Handles {
     /// The record of issued request tokens (group commit).
     pub token_records: crate::db::orders::TokenRecords,
     /// What `/healthz` last found of PostgreSQL and Redis (logs changes).
-    pub health_log: crate::routes::health::HealthLog,
+    pub health_log: crate::infra::health::HealthLog,
 }

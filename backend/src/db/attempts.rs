@@ -1,6 +1,6 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
-use crate::tokens::TokenFingerprint;
+use crate::infra::tokens::TokenFingerprint;
 use api_types::{AttemptStatus, Currency, PlatformPaymentId};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -289,16 +289,6 @@ pub struct Claimed {
     pub amount_cents: i64,
 }
 
-impl Claimed {
-    /// How the platform knows this payment.
-    pub fn payment_ref(&self) -> crate::platform::PaymentRef<'_> {
-        crate::platform::PaymentRef {
-            order_no: &self.order_no,
-            payment_id: self.payment_id,
-        }
-    }
-}
-
 /// Claims one open attempt of a PENDING order that is due for a query: its
 /// `next_query_at`, or `query_after_secs` after its hand-over (its creation if
 /// it was never accepted), has passed; the one due longest ago first. Orders
@@ -364,7 +354,7 @@ pub async fn claim_expired(
 /// an attempt the platform turned out to have is `SUBMITTED` (the caller
 /// passes no id where that must not happen: an answer without one, or a
 /// platform whose hand-over answer brings the code the shopper scans, see
-/// `settlement::query_one`). Returns the queries made so far.
+/// `active_query::query_one`). Returns the queries made so far.
 #[tracing::instrument(name = "db.attempts.record_query", skip(db))]
 pub async fn record_query(
     db: impl PgExecutor<'_>,

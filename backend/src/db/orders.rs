@@ -1,6 +1,6 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
-use crate::tokens::TokenFingerprint;
+use crate::infra::tokens::TokenFingerprint;
 use api_types::{AttemptStatus, Currency, OrderStatus, PlatformPaymentId};
 use checkout_rules::charge::Reference;
 use sqlx::PgExecutor;
@@ -338,16 +338,16 @@ pub const TOKEN_RECORDS_BATCH_MAX: usize = 256;
 pub const TOKEN_RECORDS_WRITERS: usize = 2;
 
 /// The record of issued request tokens, by group commit
-/// ([`crate::group_commit`]): every token issued at the same time is recorded
+/// ([`crate::infra::group_commit`]): every token issued at the same time is recorded
 /// by one `INSERT ... SELECT FROM UNNEST` and one commit, and each issuing
 /// request answers once its row is committed. Cheap to clone (shared).
 #[derive(Clone, Debug)]
-pub struct TokenRecords(crate::group_commit::GroupCommit<TokenIssued>);
+pub struct TokenRecords(crate::infra::group_commit::GroupCommit<TokenIssued>);
 
 impl TokenRecords {
     /// Starts the writer on `db`.
     pub fn new(db: sqlx::PgPool) -> Self {
-        Self(crate::group_commit::GroupCommit::start(
+        Self(crate::infra::group_commit::GroupCommit::start(
             "request tokens issued",
             db,
             TOKEN_RECORDS_BATCH_MAX,
@@ -361,7 +361,7 @@ impl TokenRecords {
     pub async fn record(
         &self,
         issued: TokenIssued,
-    ) -> Result<(), crate::group_commit::GroupCommitError> {
+    ) -> Result<(), crate::infra::group_commit::GroupCommitError> {
         self.0.write(issued).await
     }
 }

@@ -1,7 +1,7 @@
 //! Connections the hot paths' one statements give back to themselves,
 //! skipping sqlx's ping on release: the callback's first statement, the pay's
 //! attempt and hold, and each signed-in request's session load
-//! ([`crate::auth::session::Sessions`]).
+//! ([`crate::http::auth::session::Sessions`]).
 //!
 //! sqlx (0.8) returns every pooled connection through a task that sends a bare
 //! `Sync` and waits for `ReadyForQuery` before the connection is idle again: a
@@ -163,9 +163,9 @@ impl WarmConnections {
     }
 
     /// Gives the connections idle for [`WARM_FOR`] back to the pool, for as long
-    /// as `stop` has not reached [`crate::shutdown::Phase::Stopping`]; then all of them.
-    pub async fn sweep(self, stop: crate::shutdown::Shutdown) {
-        let stopping = stop.reached(crate::shutdown::Phase::Stopping);
+    /// as `stop` has not reached [`crate::infra::shutdown::Phase::Stopping`]; then all of them.
+    pub async fn sweep(self, stop: crate::infra::shutdown::Shutdown) {
+        let stopping = stop.reached(crate::infra::shutdown::Phase::Stopping);
         tokio::pin!(stopping);
         loop {
             let idle_for = self.give_back_idle();

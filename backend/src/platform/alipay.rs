@@ -31,7 +31,7 @@
 //!
 //! Notifications arrive at `/api/payments/callback/alipay` (`routes::alipay_notify`).
 
-use super::{
+use super::connector::{
     CloseAnswer, HandOverError, HandedOver, NoAnswer, PaymentRef, RefundHandOverError, RefundRef,
 };
 use crate::config::AlipaySettings;
@@ -109,7 +109,7 @@ fn fen(amount: Option<Yuan>) -> Option<i64> {
 
 impl Alipay {
     pub(super) fn new(settings: Arc<AlipaySettings>) -> anyhow::Result<Self> {
-        let http = super::http_client()?;
+        let http = super::connector::http_client()?;
         Ok(Self { http, settings })
     }
 

@@ -4,7 +4,7 @@
 
 use super::{HandOverSlot, Platform};
 use crate::db::attempts::{self, AttemptRow, Submitted};
-use crate::group_commit::GroupCommit;
+use crate::infra::group_commit::GroupCommit;
 use sqlx::PgPool;
 use std::time::Duration;
 use tracing::Instrument;
@@ -20,7 +20,7 @@ pub const SUBMITTED_WRITERS: usize = 2;
 pub const SUBMITTED_LINGER: Duration = Duration::from_millis(10);
 
 /// The record of accepted hand-overs, by group commit
-/// ([`crate::group_commit`]): the hand-overs answered within
+/// ([`crate::infra::group_commit`]): the hand-overs answered within
 /// [`SUBMITTED_LINGER`] of each other are recorded by one `UPDATE ... FROM
 /// UNNEST` and one commit ([`attempts::mark_submitted`]). Cheap to clone
 /// (shared).
@@ -124,7 +124,7 @@ pub async fn run(
     db: PgPool,
     platform: Platform,
     submissions: Submissions,
-    stop: crate::shutdown::Shutdown,
+    stop: crate::infra::shutdown::Shutdown,
 ) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     while stop.tick(&mut tick).await {

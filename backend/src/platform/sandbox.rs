@@ -2,7 +2,7 @@
 //! feature): the same rules as `platform-sim`, no network, no money. It dies
 //! with the process (see [`super::Platform::forget_in_process_hand_overs`]).
 
-use super::{CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
+use super::connector::{CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
 use api_types::PlatformPaymentId;
 use api_types::platform::{CreatePayment, CreateRefund, PaymentState, RefundState};
 use platform_sim::{SimError, Simulator};

@@ -4,7 +4,9 @@
 //! reference, and their results arrive as Standard Webhooks callbacks
 //! (`routes::callbacks`).
 
-use super::{BillError, CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError};
+use super::connector::{
+    BillError, CloseAnswer, HandOverError, NoAnswer, PaymentRef, RefundHandOverError,
+};
 use api_types::PlatformPaymentId;
 use api_types::platform::{ALREADY_PAID, CreatePayment, CreateRefund, PaymentState, RefundState};
 
@@ -18,7 +20,7 @@ pub(super) struct Standard {
 impl Standard {
     /// A platform at `base_url` (e.g. `http://127.0.0.1:4000`).
     pub(super) fn new(base_url: &str) -> anyhow::Result<Self> {
-        let http = super::http_client()?;
+        let http = super::connector::http_client()?;
         let base_url = base_url.trim_end_matches('/').to_owned();
         Ok(Self { http, base_url })
     }

@@ -16,7 +16,7 @@
 //!
 //! Notifications arrive at `/api/payments/callback/wechatpay` (`routes::callbacks`).
 
-use super::{
+use super::connector::{
     CloseAnswer, HandOverError, HandedOver, NoAnswer, PaymentRef, RefundHandOverError, RefundRef,
 };
 use crate::config::WechatPaySettings;
@@ -84,7 +84,7 @@ impl Verified {
 
 impl WechatPay {
     pub(super) fn new(settings: Arc<WechatPaySettings>) -> anyhow::Result<Self> {
-        let http = super::http_client()?;
+        let http = super::connector::http_client()?;
         Ok(Self { http, settings })
     }
 

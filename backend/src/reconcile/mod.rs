@@ -70,23 +70,6 @@ pub enum ReconcileError {
     Database(#[from] sqlx::Error),
 }
 
-/// Parses a bill date: exactly `YYYY-MM-DD`, a real calendar day.
-pub fn parse_date(text: &str) -> Result<Date, String> {
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    let shaped = text.len() == 10
-        && text.bytes().enumerate().all(|(at, byte)| {
-            if matches!(at, 4 | 7) {
-                byte == b'-'
-            } else {
-                byte.is_ascii_digit()
-            }
-        });
-    shaped
-        .then(|| Date::parse(text, format).ok())
-        .flatten()
-        .ok_or_else(|| format!("the date must be a calendar day written YYYY-MM-DD, not {text:?}"))
-}
-
 /// Refuses today and later days (UTC): their bills are not complete yet.
 pub fn check_day_is_over(date: Date, now: OffsetDateTime) -> Result<(), String> {
     let today = now.to_offset(time::UtcOffset::UTC).date();
@@ -245,24 +228,6 @@ pub fn report_lines(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_calendar_days_written_in_full() {
-        assert_eq!(
-            parse_date("2026-12-03"),
-            Ok(time::macros::date!(2026 - 12 - 03))
-        );
-        for bad in [
-            "2026-02-30",
-            "2026-12-3",
-            "20261203",
-            "",
-            "yesterday",
-            "2026-12-03 ",
-        ] {
-            assert!(parse_date(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn only_days_that_are_over_are_reconciled() {

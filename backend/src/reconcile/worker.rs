@@ -21,13 +21,6 @@ const TICK: Duration = Duration::from_secs(60);
 /// How long the worker waits after a failed reconciliation before trying again.
 const AFTER_FAILURE: Duration = Duration::from_secs(600);
 
-/// Parses `RECONCILE_AT_UTC`: `HH:MM`, 24-hour, UTC.
-pub fn parse_time_of_day(text: &str) -> Result<Time, String> {
-    let format = time::macros::format_description!("[hour]:[minute]");
-    Time::parse(text, format)
-        .map_err(|_| format!("the time of day must be HH:MM (24-hour, UTC), not {text:?}"))
-}
-
 /// The day to reconcile at `now`: yesterday, once `now` is past `at`.
 pub fn due_day(now: OffsetDateTime, at: Time) -> Option<time::Date> {
     let now = now.to_offset(time::UtcOffset::UTC);
@@ -38,7 +31,7 @@ pub fn due_day(now: OffsetDateTime, at: Time) -> Option<time::Date> {
 }
 
 /// Until `stop` drains: reconciles the previous day once a day, after `at` (UTC).
-pub async fn run(db: PgPool, platform: Platform, at: Time, stop: crate::shutdown::Shutdown) {
+pub async fn run(db: PgPool, platform: Platform, at: Time, stop: crate::infra::shutdown::Shutdown) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while stop.tick(&mut tick).await {
@@ -85,14 +78,5 @@ mod tests {
             due_day(datetime!(2026-12-04 23:00 UTC), at),
             Some(date!(2026 - 12 - 03))
         );
-    }
-
-    #[test]
-    fn the_time_of_day_is_hours_and_minutes() {
-        assert_eq!(parse_time_of_day("10:00"), Ok(time!(10:00)));
-        assert_eq!(parse_time_of_day("00:05"), Ok(time!(00:05)));
-        for bad in ["24:00", "10", "10:60", "ten", ""] {
-            assert!(parse_time_of_day(bad).is_err(), "{bad:?}");
-        }
     }
 }

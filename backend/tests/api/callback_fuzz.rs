@@ -13,7 +13,7 @@
 
 use crate::helpers::{Payment, Snapshot, TestApp, new_callback_id, spawn_app_with, success_body};
 use api_types::api::Order;
-use backend::routes::callbacks::MAX_CALLBACK_BYTES;
+use backend::http::routes::notify::MAX_CALLBACK_BYTES;
 use callback_signing::CallbackSecret;
 use proptest::collection::{btree_map, vec};
 use proptest::option;

@@ -69,7 +69,8 @@ async fn readyz_answers_503_from_the_drain_on_while_the_instance_still_serves_fo
     let (_, order) = app.account_with_order(10_000, 1_200).await;
 
     // What SIGTERM does.
-    app.shutdown.advance(backend::shutdown::Phase::Draining);
+    app.shutdown
+        .advance(backend::infra::shutdown::Phase::Draining);
     let drain_began = std::time::Instant::now();
 
     assert_eq!(

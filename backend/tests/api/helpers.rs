@@ -6,8 +6,8 @@
 use api_types::Currency;
 use api_types::api::{Order, RequestToken, ShopperCreated};
 use backend::config::{Config, PlatformKind};
+use backend::http::limits::LimitsConfig;
 use backend::invariants;
-use backend::limits::LimitsConfig;
 use backend::startup::Application;
 use callback_signing::CallbackSecret;
 use reqwest::{Response, StatusCode};
@@ -66,7 +66,7 @@ pub struct TestApp {
     /// The configuration the app was built with.
     pub config: Config,
     /// The app's phase: a test drains it as SIGTERM would.
-    pub shutdown: backend::shutdown::Shutdown,
+    pub shutdown: backend::infra::shutdown::Shutdown,
     server: JoinHandle<std::io::Result<()>>,
     /// Dropped (with the database) after the server stops; `None` once handed on by a restart.
     database: Option<TestDatabase>,
@@ -221,7 +221,7 @@ pub async fn spawn_app_paying_through(
 pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Config)) -> TestApp {
     TRACING.call_once(|| {
         if std::env::var("TEST_LOG").is_ok() {
-            backend::telemetry::init();
+            backend::infra::telemetry::init();
         }
     });
     let id = Uuid::new_v4().simple().to_string();

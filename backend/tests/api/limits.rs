@@ -8,7 +8,7 @@ use crate::helpers::{
     spawn_app_without_callbacks, success_body,
 };
 use api_types::api::{SessionInfo, ShopperCreated};
-use backend::limits::LimitsConfig;
+use backend::http::limits::LimitsConfig;
 use reqwest::StatusCode;
 use serde_json::json;
 use uuid::Uuid;

@@ -2,7 +2,7 @@
 //! as a process, its stdout and stderr captured.
 
 use backend::env;
-use backend::tokens::TokenFingerprint;
+use backend::infra::tokens::TokenFingerprint;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

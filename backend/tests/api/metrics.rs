@@ -1,7 +1,7 @@
 //! `GET /metrics`: the admin token on the main address; without a token only
 //! on `METRICS_BIND_ADDR`, which serves nothing else. (The counts themselves
 //! are checked against the database after a storm, on a backend process of
-//! its own: `tools/storm/tests/faults/metrics.rs`.)
+//! its own: `tests/faults/tests/metrics.rs`.)
 
 use crate::helpers::{ADMIN_TOKEN, MERCHANT_KEY, spawn_app, spawn_app_with};
 use reqwest::StatusCode;

@@ -19,7 +19,8 @@
 use crate::helpers::spawn_app;
 use api_types::api::{CallbackData, CallbackEvent};
 use api_types::{CallbackType, Currency, OrderStatus};
-use backend::charge::{self, VerifiedCallback};
+use backend::callback::VerifiedCallback;
+use backend::charge;
 use backend::db::callbacks::{self, FirstLook, Incoming};
 use backend::db::warm::WarmConnections;
 use backend::duplicates::SeenCallbacks;

@@ -143,7 +143,7 @@ fn every_path_parameter_is_checked_by_type_before_any_query_and_changes_nothing(
         .build()
         .expect("tokio runtime");
     let app = rt.block_on(spawn_app_with(|config| {
-        config.limits = backend::limits::LimitsConfig::off();
+        config.limits = backend::http::limits::LimitsConfig::off();
     }));
     let (routes, operator, before) = rt.block_on(async {
         // Something to change: a paid order with its charge, a product.

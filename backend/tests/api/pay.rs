@@ -210,7 +210,7 @@ async fn a_submit_whose_token_is_in_flight_without_an_attempt_answers_pay_in_pro
     let response = app.pay(&order.order_no, token).await;
 
     assert!(
-        started.elapsed() >= backend::routes::pay::IN_FLIGHT_WAIT,
+        started.elapsed() >= backend::http::routes::pay::IN_FLIGHT_WAIT,
         "it waited for the attempt first"
     );
     assert_eq!(response.status(), StatusCode::CONFLICT);
@@ -268,7 +268,7 @@ async fn a_submit_refused_by_the_order_releases_the_token_so_a_concurrent_one_is
         "{codes:?}"
     );
     assert!(
-        started.elapsed() < backend::routes::pay::IN_FLIGHT_WAIT,
+        started.elapsed() < backend::http::routes::pay::IN_FLIGHT_WAIT,
         "nobody waited out the in-flight wait for an attempt that will never come"
     );
     assert_eq!(

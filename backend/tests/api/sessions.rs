@@ -294,7 +294,7 @@ async fn demo_shoppers_exist_only_in_a_sandbox_demo_and_cannot_sign_in_once_it_i
 #[tokio::test]
 async fn a_demo_shopper_left_by_a_sandbox_demo_cannot_sign_in_or_order_where_money_moves() {
     let app = spawn_app_with(|c| c.demo = true).await;
-    let (email, password) = backend::routes::demo::DEMO_SHOPPERS[0];
+    let (email, password) = backend::http::routes::demo::DEMO_SHOPPERS[0];
     let demo_client = browser_client();
     let signed_in = app
         .post_session(&demo_client, &json!({"email": email, "password": password}))
@@ -449,8 +449,8 @@ async fn reading_a_session_writes_it_again_only_after_an_eighth_of_its_idle_time
 
 #[tokio::test]
 async fn the_store_loads_what_the_library_s_store_saved_over_a_kept_connection() {
-    use backend::auth::session::Sessions;
     use backend::db::warm::WarmConnections;
+    use backend::http::auth::session::Sessions;
     use tower_sessions::SessionStore;
     use tower_sessions::session::{Id, Record};
     use tower_sessions::session_store::Error;

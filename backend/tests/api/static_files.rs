@@ -202,7 +202,7 @@ async fn an_index_html_that_is_a_symlink_out_of_the_directory_is_not_served() {
 
 /// `sha256-<base64>` of a script body, as a CSP names it.
 fn csp_hash(script: &str) -> String {
-    backend::web_security::inline_script_hashes(&format!("<script>{script}</script>"))
+    backend::http::web_security::inline_script_hashes(&format!("<script>{script}</script>"))
         .pop()
         .expect("one inline script")
 }

@@ -7,7 +7,7 @@
 
 use crate::due_queries::database_with_pool;
 use backend::db::warm::{WARM_FOR, WarmConnections, is_refusal};
-use backend::shutdown::{Phase, Shutdown};
+use backend::infra::shutdown::{Phase, Shutdown};
 use sqlx::PgConnection;
 use std::time::Duration;
 

@@ -277,9 +277,10 @@ pub async fn create_database(server: &Server, name: &str, accounts: i64) -> anyh
     .context("cannot open the accounts")?;
     // One shopper owns every bench order (pay now signs in as them); the charges
     // still spread over the accounts, as many shoppers' would.
-    let hash = backend::auth::passwords::hash(secrecy::SecretString::from(BENCH_SHOPPER_PASSWORD))
-        .await
-        .map_err(|err| anyhow::anyhow!("cannot hash the bench shopper's password: {err}"))?;
+    let hash =
+        backend::http::auth::passwords::hash(secrecy::SecretString::from(BENCH_SHOPPER_PASSWORD))
+            .await
+            .map_err(|err| anyhow::anyhow!("cannot hash the bench shopper's password: {err}"))?;
     sqlx::query(
         "INSERT INTO shoppers (shopper_id, email, password_hash) VALUES (md5('bench-shopper')::uuid, $1, $2)",
     )

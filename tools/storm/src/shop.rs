@@ -342,7 +342,7 @@ pub async fn request_refund(
     let status = response.status();
     let replayed = response
         .headers()
-        .get(backend::routes::pay::REPLAYED_HEADER)
+        .get(backend::idempotency::REPLAYED_HEADER)
         .is_some_and(|value| value.as_bytes() == b"true");
     let body = response.text().await?;
     let refund = if status == reqwest::StatusCode::ACCEPTED {

@@ -16,7 +16,7 @@
 use api_types::RefundStatus;
 use api_types::api::{CreateMerchantOrder, CreateRefund, Order, Refund};
 use backend::config::{Config, PlatformKind};
-use backend::routes::demo::DEMO_SHOPPERS;
+use backend::http::routes::demo::DEMO_SHOPPERS;
 use backend::startup::Application;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -475,7 +475,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let slot = BROWSER_SLOT.lock().await;
     TRACING.call_once(|| {
         if std::env::var("TEST_LOG").is_ok() {
-            backend::telemetry::init();
+            backend::infra::telemetry::init();
         }
     });
     let static_dir = dist_dir();
@@ -503,7 +503,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
             Some(start_platform_sim(platform, options.callback_delay_ms, &mut config).await)
         }
     };
-    let currency = backend::routes::demo::currency_for(config.platform.expect("set above"));
+    let currency = backend::http::routes::demo::currency_for(config.platform.expect("set above"));
     let app = Application::build(config)
         .await
         .expect("the backend starts (PostgreSQL on 127.0.0.1:5432?)");

@@ -1,0 +1,132 @@
+//! Pay: a consumed request token becomes the order's one payment attempt, and
+//! the money it needs is held, in one transaction (or one statement).
+//!
+//! The route (`http::routes::pay`) takes the token out of Redis first
+//! ([`crate::infra::tokens`]); here the winner of the token inserts the attempt
+//! (UNIQUE request token, UNIQUE order) with the answer it gives and holds the
+//! amount on the shopper's account. The common case is one statement
+//! ([`attempts::start_in_one`], `sql/pay/start_attempt.sql`); anything else
+//! goes to [`start_attempt_in_tx`], which says exactly why not, or joins the
+//! attempt a concurrent submit made. `tests/api/pay_one_statement.rs` feeds
+//! both paths the same cases and compares what they write.
+
+use crate::db::warm::WarmConnections;
+use crate::db::{self, attempts};
+use crate::error::ApiError;
+use crate::infra::tokens::TokenBinding;
+use api_types::OrderStatus;
+use api_types::api::PayAccepted;
+use axum::http::StatusCode;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Whether an order can take a payment now: PENDING and not past its expiry
+/// (409 `ORDER_NOT_PAYABLE` otherwise). Asked when a token is issued and again
+/// under the order's lock when the pay decides.
+pub fn ensure_payable(
+    status: OrderStatus,
+    expires_at: time::OffsetDateTime,
+) -> Result<(), ApiError> {
+    if status != OrderStatus::Pending {
+        return Err(ApiError::OrderNotPayable(status));
+    }
+    if expires_at <= time::OffsetDateTime::now_utc() {
+        return Err(ApiError::OrderExpired);
+    }
+    Ok(())
+}
+
+/// What a pay's token turned into: the order's new attempt, or the one a
+/// concurrent submit (with another token) made first.
+pub enum Started {
+    /// This submit made the order's attempt (and holds the amount).
+    New(attempts::AttemptRow),
+    /// The order already had an attempt: this submit joins it.
+    Joined(attempts::AttemptRow),
+}
+
+/// Turns a consumed token into the order's one payment attempt: in one
+/// statement when the order is payable as the token says
+/// ([`attempts::start_in_one`]), else in the transaction that says why not.
+pub async fn start_attempt(
+    db: &PgPool,
+    warm: &WarmConnections,
+    token: Uuid,
+    binding: &TokenBinding,
+) -> Result<Started, ApiError> {
+    let payment_id = Uuid::new_v4();
+    let answer = PayAccepted {
+        order_no: binding.order_no.clone(),
+        payment_id,
+        status: OrderStatus::Pending,
+    };
+    let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
+    let new = attempts::NewAttempt {
+        payment_id,
+        request_token: token,
+        order_no: &binding.order_no,
+        amount_cents: binding.amount_cents,
+        currency: binding.currency,
+        response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
+        response_body: &body,
+    };
+    // On a connection the stash keeps for the next statement: through the
+    // pool, each pay paid for sqlx's ping when the connection went back.
+    let started = warm
+        .run(async |conn| attempts::start_in_one(conn, new, time::OffsetDateTime::now_utc()).await)
+        .await?;
+    if let Some(attempt) = started {
+        return Ok(Started::New(attempt));
+    }
+    start_attempt_in_tx(db, new).await
+}
+
+/// The general transaction of [`start_attempt`]: every check in its own step,
+/// each refusal with its own error.
+pub async fn start_attempt_in_tx(
+    db: &PgPool,
+    new: attempts::NewAttempt<'_>,
+) -> Result<Started, ApiError> {
+    let mut tx = db.begin().await?;
+    // The order lock serialises attempts for one order; the UNIQUE constraints are the floor beneath it.
+    let order = db::orders::lock_with_account(&mut *tx, new.order_no)
+        .await?
+        .ok_or(ApiError::OrderNotFound)?;
+    ensure_payable(order.status, order.expires_at)?;
+    if order.amount_cents != new.amount_cents || order.currency != new.currency {
+        return Err(ApiError::TokenInvalid(
+            "the order changed since the token was issued",
+        ));
+    }
+    if let Some(existing) = attempts::find_by_order(&mut *tx, &order.order_no).await? {
+        return Ok(Started::Joined(existing));
+    }
+    // Judged against what is available: money held for this shopper's other
+    // payments in flight cannot be promised again.
+    let available_cents = order.balance_cents - order.held_cents;
+    if available_cents < order.amount_cents {
+        return Err(ApiError::InsufficientFunds {
+            available_cents,
+            amount_cents: order.amount_cents,
+        });
+    }
+    let attempt = attempts::insert(&mut *tx, new).await.map_err(|err| {
+        if db::is_unique_violation(&err, attempts::TOKEN_UNIQUE)
+            || db::is_unique_violation(&err, attempts::ORDER_UNIQUE)
+        {
+            // Unreachable under the order lock; the constraint still says no.
+            ApiError::TokenInvalid("a concurrent submit for this order is in flight")
+        } else {
+            err.into()
+        }
+    })?;
+    // The hold, in the transaction that made the attempt: the pay that wins holds the money.
+    if !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
+        return Err(ApiError::InsufficientFunds {
+            available_cents,
+            amount_cents: order.amount_cents,
+        });
+    }
+    tx.commit().await?;
+    Ok(Started::New(attempt))
+}
