@@ -17,8 +17,8 @@
 //!
 //! A result can arrive before we have recorded the hand-over (the platform's
 //! callback races our own bookkeeping), so every open state may move straight
-//! to a final one. The database's trigger `payment_attempts_status_transition`
-//! refuses anything else.
+//! to a final one (`checkout_rules::state::attempt_may_move`). The database's
+//! trigger `payment_attempts_status_transition` refuses anything else.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -70,18 +70,6 @@ impl AttemptStatus {
     pub const fn is_final(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Closed)
     }
-
-    /// The transition rule (module doc): open states move forward or to a
-    /// final state; `SUBMITTED` and `UNKNOWN` may swap (an answer lost after
-    /// acceptance; a re-send answered); final states never move.
-    pub const fn can_transition_to(self, next: AttemptStatus) -> bool {
-        match self {
-            Self::Created => !matches!(next, Self::Created),
-            Self::Submitted => !matches!(next, Self::Created | Self::Submitted),
-            Self::Unknown => !matches!(next, Self::Created | Self::Unknown),
-            Self::Succeeded | Self::Failed | Self::Closed => false,
-        }
-    }
 }
 
 impl fmt::Display for AttemptStatus {
@@ -116,34 +104,6 @@ mod tests {
     }
 
     #[test]
-    fn the_allowed_moves_are_exactly_the_diagram() {
-        use AttemptStatus::*;
-        let allowed: Vec<_> = AttemptStatus::ALL
-            .into_iter()
-            .flat_map(|from| AttemptStatus::ALL.into_iter().map(move |to| (from, to)))
-            .filter(|(from, to)| from.can_transition_to(*to))
-            .collect();
-        assert_eq!(
-            allowed,
-            vec![
-                (Created, Submitted),
-                (Created, Unknown),
-                (Created, Succeeded),
-                (Created, Failed),
-                (Created, Closed),
-                (Submitted, Unknown),
-                (Submitted, Succeeded),
-                (Submitted, Failed),
-                (Submitted, Closed),
-                (Unknown, Submitted),
-                (Unknown, Succeeded),
-                (Unknown, Failed),
-                (Unknown, Closed),
-            ]
-        );
-    }
-
-    #[test]
     fn wire_spelling_matches_the_database_spelling() {
         for status in AttemptStatus::ALL {
             let json = serde_json::to_string(&status).expect("serialises");
@@ -152,35 +112,6 @@ mod tests {
     }
 
     proptest! {
-        #[test]
-        fn any_walk_ends_in_at_most_one_final_state_and_never_returns_to_created(
-            steps in prop::collection::vec(any_status(), 0..30)
-        ) {
-            let mut current = AttemptStatus::Created;
-            let mut finals = 0;
-            for next in steps {
-                if current.can_transition_to(next) {
-                    prop_assert_ne!(next, AttemptStatus::Created);
-                    current = next;
-                    finals += usize::from(next.is_final());
-                }
-            }
-            prop_assert!(finals <= 1);
-            prop_assert_eq!(finals == 1, current.is_final());
-        }
-
-        #[test]
-        fn final_states_never_move(from in any_status(), to in any_status()) {
-            if from.is_final() {
-                prop_assert!(!from.can_transition_to(to));
-            }
-        }
-
-        #[test]
-        fn nothing_moves_to_itself(status in any_status()) {
-            prop_assert!(!status.can_transition_to(status));
-        }
-
         #[test]
         fn parsing_round_trips(status in any_status()) {
             prop_assert_eq!(status.as_str().parse::<AttemptStatus>(), Ok(status));

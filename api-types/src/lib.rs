@@ -1,8 +1,8 @@
 //! Wire types shared by the checkout backend and the payment page.
 //!
 //! This crate holds data only: request and answer DTOs ([`api`]), the order
-//! state machine's states and its one transition rule ([`status`]), the
-//! payment attempt's ([`attempt`]), money in
+//! state machine's states ([`status`]), the payment attempt's ([`attempt`]);
+//! which moves they allow is a rule, in `checkout_rules::state`), money in
 //! integer minor units ([`money`]), the other fixed sets of names the backend
 //! stores and shows ([`enums`]) and the error body with its stable codes
 //! ([`error`]), and the platform's side of the contract ([`platform`], with

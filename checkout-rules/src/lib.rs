@@ -11,7 +11,8 @@
 //! - [`origin`]: how a result reached us, which the refund rule weighs;
 //! - [`query_schedule`]: when the platform is asked about a payment without a
 //!   result, and when it is flagged as stuck;
-//! - [`reconcile`]: a day's bill read and compared with what we hold.
+//! - [`reconcile`]: a day's bill read and compared with what we hold;
+//! - [`state`]: the moves an order's and a payment attempt's state machines allow.
 
 #![warn(missing_docs)]
 
@@ -21,3 +22,4 @@ pub mod origin;
 pub mod query_schedule;
 pub mod reconcile;
 pub mod refund;
+pub mod state;
