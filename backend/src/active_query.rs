@@ -14,7 +14,7 @@
 //! their answers booked by the refund callback's body under
 //! `query:<refund no>:<event>`. The close of expired orders
 //! ([`crate::expiry`]) books the answers it gets the same way
-//! ([`apply_state`]).
+//! (`apply_state`).
 //!
 //! **One runner per order.** Each step claims one order with `SELECT ... FOR
 //! UPDATE OF orders SKIP LOCKED` and keeps that row lock, inside one

@@ -144,7 +144,7 @@ fn describe() {
 }
 
 /// The error code of an answer, put on the response by [`crate::error::ApiError`]
-/// and by the platforms' notification routes, for [`track`] to count.
+/// and by the platforms' notification routes, for [`crate::http::metrics::track`] to count.
 #[derive(Debug, Clone, Copy)]
 pub struct ErrorCodeTag(pub &'static str);
 

@@ -394,7 +394,7 @@ impl Redis {
         Ok(Self(conn))
     }
 
-    /// Runs `cmd`, failing after [`REDIS_DEADLINE`]; through Sentinel a failure
+    /// Runs `cmd`, failing after `REDIS_DEADLINE` (1 s); through Sentinel a failure
     /// meaning the primary is gone makes the next call ask the sentinels again.
     pub async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         let deadline = Instant::now() + REDIS_DEADLINE;

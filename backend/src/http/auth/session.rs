@@ -10,7 +10,7 @@
 //!
 //! Operators' sessions ([`Operator`]) also end `OPS_SESSION_MAX_SECS` (8 h)
 //! after sign-in however busy they are, and as soon as `ADMIN_TOKEN` is no
-//! longer the token they were obtained with ([`OperatorSessions`]).
+//! longer the token they were obtained with ([`OperatorSessions`](super::operator::OperatorSessions)).
 
 use super::operator::AdminTokenFingerprint;
 use crate::db::warm::WarmConnections;
