@@ -2,7 +2,7 @@
 //! is taking cannot be promised twice; a success captures the hold, a failure
 //! releases it.
 
-use crate::helpers::{error_code, spawn_app};
+use crate::helpers::{error_code, spawn_app, spawn_app_with};
 use reqwest::StatusCode;
 
 async fn held(app: &crate::helpers::TestApp, account: &crate::helpers::Account) -> (i64, i64) {
@@ -15,7 +15,9 @@ async fn held(app: &crate::helpers::TestApp, account: &crate::helpers::Account) 
 
 #[tokio::test]
 async fn four_orders_of_the_whole_balance_paid_at_once_get_one_202_and_three_422_and_no_anomaly() {
-    let app = spawn_app().await;
+    // The sandbox's success comes 3 s after the pay, so the hold is still
+    // there to be seen however slowly a loaded machine answers the four pays.
+    let app = spawn_app_with(|config| config.sandbox_callback_delay_ms = 3_000).await;
     let account = app.create_account(1_000, "EUR").await;
     let orders = app.orders_with_tokens(&account, 4, 1_000).await;
 

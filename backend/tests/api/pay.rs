@@ -147,8 +147,14 @@ async fn concurrent_submits_of_one_token_are_never_told_the_token_is_invalid() {
     // 50 submits of one token at once, a hundred times each. The first use
     // charges; every other use must get its answer replayed (after waiting for
     // the attempt's commit, or after PAY_IN_PROGRESS), never TOKEN_INVALID,
-    // which the page would read as "nothing was charged".
-    let app = spawn_app_without_callbacks().await;
+    // which the page would read as "nothing was charged". No callback, and no
+    // active query within the test (a slow machine takes over a minute): every
+    // order stays PENDING with its hold.
+    let app = spawn_app_with(|config| {
+        config.sandbox_drop_callbacks = true;
+        config.query_after_secs = 3_600;
+    })
+    .await;
     let rounds = 100;
     let sizes = [2, 5, 50];
     let account = app.create_account(2_000 * 3 * rounds, "EUR").await;
