@@ -4,12 +4,15 @@
 //! (what the handler runs: one statement), `GENERAL_CHARGE_SQL` (the same work
 //! as the general path's separate statements, replayed one round trip each
 //! and pipelined into one round trip) and `DUPLICATE_LOOKUP_SQL` (the least a
-//! duplicate costs), taken verbatim (the files in `backend/sql/callback/`,
-//! which the handler runs through `sqlx::query_file!`); this module only knows
-//! which value each `$n` gets (the same values `charge::apply_callback` binds)
-//! and turns `$n` into a pgbench expression. A statement the handler starts to run that is not described
-//! here, or a changed parameter count, stops the benchmark with an error instead
-//! of measuring something else.
+//! duplicate costs): the files in `backend/sql/callback/`, which the handler
+//! runs through `sqlx::query_file!`, read as they are written. Comments and a
+//! trailing `;` are dropped and, where pgbench `\gset`s a row into variables,
+//! sqlx's column overrides (`AS "status: OrderStatus"`) are cut back to the
+//! plain name; this module knows which value each `$n` gets (the same values
+//! `charge::apply_callback` binds) and turns `$n` into a pgbench expression. A
+//! statement the handler starts to run that is not described here, or a
+//! changed parameter count, stops the benchmark with an error instead of
+//! measuring something else.
 //!
 //! Order `k` of a new callback: client `c` of `n` takes `k = base + c + n * i`
 //! in its `i`-th transaction (pgbench keeps `i` per client across transactions).
@@ -71,6 +74,121 @@ impl CallbackPath {
 pub const EVENT_TYPE: &str = "payment.succeeded";
 /// Stands in for the SHA-256 of the body: the same length as the real one.
 pub const BODY_SHA256: &str = "5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed";
+
+/// `sql` without its comments (`-- ...` to the end of the line, `/* ... */`,
+/// nested as PostgreSQL nests them) and without a trailing `;`. String
+/// literals, quoted identifiers and dollar-quoted bodies are copied as they
+/// are; a line that held only a comment goes whole.
+pub fn strip_comments(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    // Whether the line being written had anything but a comment and spaces.
+    let mut line_has_code = false;
+    let mut line_had_comment = false;
+    while let Some(ch) = rest.chars().next() {
+        let quoted_end = match ch {
+            '\'' | '"' => rest[1..].find(ch).map(|end| end + 2),
+            '$' => dollar_quote(rest),
+            _ => None,
+        };
+        if let Some(end) = quoted_end {
+            out.push_str(&rest[..end]);
+            line_has_code = true;
+            rest = &rest[end..];
+        } else if rest.starts_with("--") {
+            rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+            line_had_comment = true;
+        } else if rest.starts_with("/*") {
+            let mut depth = 0_usize;
+            let mut at = 0;
+            while at < rest.len() {
+                if rest[at..].starts_with("/*") {
+                    depth += 1;
+                    at += 2;
+                } else if rest[at..].starts_with("*/") {
+                    depth -= 1;
+                    at += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    at += rest[at..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+            // A space, so that `a/* */b` stays two words.
+            out.push(' ');
+            rest = &rest[at..];
+            line_had_comment = true;
+        } else {
+            if ch == '\n' {
+                let line_start = out.rfind('\n').map_or(0, |i| i + 1);
+                if line_had_comment {
+                    out.truncate(out[line_start..].trim_end().len() + line_start);
+                    if !line_has_code {
+                        out.truncate(line_start);
+                        rest = &rest[1..];
+                        line_had_comment = false;
+                        continue;
+                    }
+                }
+                line_has_code = false;
+                line_had_comment = false;
+            } else if !ch.is_whitespace() {
+                line_has_code = true;
+            }
+            out.push(ch);
+            rest = &rest[ch.len_utf8()..];
+        }
+    }
+    let code = out.trim_end();
+    code.strip_suffix(';').unwrap_or(code).trim_end().to_owned()
+}
+
+/// The length of the dollar-quoted body `$tag$...$tag$` that `sql` starts
+/// with, if it starts one (`$1`, a parameter, does not).
+fn dollar_quote(sql: &str) -> Option<usize> {
+    let tag_end = sql[1..].find('$')? + 2;
+    let tag = &sql[..tag_end];
+    let name = &tag[1..tag.len() - 1];
+    let is_tag = name
+        .chars()
+        .enumerate()
+        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+    if !is_tag {
+        return None;
+    }
+    Some(tag_end + sql[tag_end..].find(tag)? + tag.len())
+}
+
+/// `sql` with sqlx's column overrides cut back to the plain name
+/// (`AS "status: OrderStatus"`, `"total!"`, `"note?"` become `status`,
+/// `total`, `note`): pgbench names the variables of a `\gset` after the
+/// columns, and refuses such names.
+fn plain_column_names(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut parts = sql.split('"');
+    out.push_str(parts.next().unwrap_or_default());
+    for (i, part) in parts.enumerate() {
+        // After the first part, every other one is inside quotes.
+        let plain = part
+            .split([':', '!', '?'])
+            .next()
+            .unwrap_or(part)
+            .trim_end();
+        let is_override = plain.len() < part.len()
+            && plain.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+        if i % 2 == 0 && is_override {
+            out.push_str(plain);
+        } else if i % 2 == 0 {
+            out.push('"');
+            out.push_str(part);
+            out.push('"');
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
 
 /// The values one statement binds, as pgbench expressions in `$1..$n` order,
 /// and whether its row feeds later statements (`\gset`).
@@ -246,7 +364,11 @@ pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
     }
     let statement = |out: &mut String, sql: &str| -> anyhow::Result<()> {
         let binding = binding(sql, path)?;
-        out.push_str(&substitute(sql.trim(), &binding.args)?);
+        let mut text = strip_comments(sql);
+        if binding.gset {
+            text = plain_column_names(&text);
+        }
+        out.push_str(&substitute(&text, &binding.args)?);
         out.push_str(if binding.gset { "\n\\gset\n" } else { ";\n" });
         Ok(())
     };
@@ -289,7 +411,10 @@ pub fn pay_script() -> anyhow::Result<String> {
                    \\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n\
                    \\set amount 1000 + :k % 1000\n"
             .to_owned();
-    out.push_str(&substitute(attempts::START_IN_ONE_SQL.trim(), &args)?);
+    out.push_str(&substitute(
+        &strip_comments(attempts::START_IN_ONE_SQL),
+        &args,
+    )?);
     out.push_str(";\n");
     Ok(out)
 }
@@ -456,6 +581,46 @@ fn read_logs(prefix: &Path) -> anyhow::Result<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_go_and_string_literals_keep_theirs() {
+        let sql = "-- why this statement\nSELECT '--x', \"a--b\", $1 -- why this value\n\
+                   FROM t /* a /* nested */ note */ WHERE s = 'it''s -- still text';\n";
+        assert_eq!(
+            strip_comments(sql),
+            "SELECT '--x', \"a--b\", $1\nFROM t   WHERE s = 'it''s -- still text'"
+        );
+        let dollar = "SELECT $tag$ -- kept $tag$, $2 -- gone";
+        assert_eq!(strip_comments(dollar), "SELECT $tag$ -- kept $tag$, $2");
+        let commented = format!("-- Why.\n{} -- guard\n;\n", orders::MARK_PAID_SQL.trim());
+        assert_eq!(strip_comments(&commented), orders::MARK_PAID_SQL.trim());
+    }
+
+    #[test]
+    fn the_product_statements_read_as_they_are_written() {
+        let paths = [
+            CallbackPath::New,
+            CallbackPath::NewStatements,
+            CallbackPath::Duplicate,
+            CallbackPath::DuplicateLookup,
+        ];
+        let all = paths
+            .iter()
+            .flat_map(|path| path.sql().0.statements().collect::<Vec<_>>());
+        for sql in all.chain([attempts::START_IN_ONE_SQL]) {
+            assert_eq!(strip_comments(sql), sql.trim_end(), "changed:\n{sql}");
+        }
+        assert_eq!(
+            plain_column_names(orders::LOCK_WITH_ACCOUNT_SQL),
+            orders::LOCK_WITH_ACCOUNT_SQL
+        );
+        assert_eq!(
+            plain_column_names(
+                "SELECT s AS \"status: OrderStatus\", t AS \"total!\", \"Mixed Case\""
+            ),
+            "SELECT s AS status, t AS total, \"Mixed Case\""
+        );
+    }
 
     #[test]
     fn the_general_path_script_replays_every_statement_in_order() -> anyhow::Result<()> {
