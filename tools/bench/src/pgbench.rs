@@ -519,8 +519,6 @@ mod tests {
         );
         let dollar = "SELECT $tag$ -- kept $tag$, $2 -- gone";
         assert_eq!(strip_comments(dollar), "SELECT $tag$ -- kept $tag$, $2");
-        let commented = format!("-- Why.\n{} -- guard\n;\n", orders::MARK_PAID_SQL.trim());
-        assert_eq!(strip_comments(&commented), orders::MARK_PAID_SQL.trim());
     }
 
     #[test]
@@ -530,12 +528,15 @@ mod tests {
             .iter()
             .flat_map(|path| path.sql().0.statements().collect::<Vec<_>>());
         for sql in all.chain([attempts::START_IN_ONE_SQL]) {
-            assert_eq!(strip_comments(sql), sql.trim_end(), "changed:\n{sql}");
+            let stripped = strip_comments(sql);
+            if !sql.contains("--") && !sql.contains("/*") {
+                assert_eq!(stripped, sql.trim_end(), "changed:\n{sql}");
+            }
+            let commented = format!("-- Why.\n{stripped} -- and why\n/* a note */;\n");
+            assert_eq!(strip_comments(&commented), stripped);
         }
-        assert_eq!(
-            plain_column_names(orders::LOCK_WITH_ACCOUNT_SQL),
-            orders::LOCK_WITH_ACCOUNT_SQL
-        );
+        let lock = strip_comments(orders::LOCK_WITH_ACCOUNT_SQL);
+        assert_eq!(plain_column_names(&lock), lock);
         assert_eq!(
             plain_column_names(
                 "SELECT s AS \"status: OrderStatus\", t AS \"total!\", \"Mixed Case\""
@@ -550,7 +551,8 @@ mod tests {
             let text = script(path)?;
             let mut at = 0;
             for sql in path.sql().0.statements() {
-                let head = sql.split('$').next().unwrap_or(sql).trim();
+                let sql = strip_comments(sql);
+                let head = sql.split(['$', '"']).next().unwrap_or_default().trim();
                 at += text[at..]
                     .find(head)
                     .with_context(|| format!("{path:?} lacks: {sql}"))?;
