@@ -22,8 +22,6 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CpuUse {
-    /// Length of the window, seconds.
-    pub window_s: f64,
     /// Cores the machine has.
     pub cores: f64,
     /// All busy time of the machine.
@@ -138,7 +136,6 @@ pub fn watch(roots: Roots, from: Instant, to: Instant) -> JoinHandle<Option<CpuU
         let busy = cores_of(machine_end.0.saturating_sub(machine_start.0));
         let steal = cores_of(machine_end.1.saturating_sub(machine_start.1));
         let mut cpu = CpuUse {
-            window_s,
             cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
             busy_cores: busy,
             client_cores: share(Class::Client),

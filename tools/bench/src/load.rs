@@ -69,15 +69,6 @@ pub enum Job {
     Repeat(Prepared),
 }
 
-/// The result of a load run.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// The run's figures (no CPU: that is measured beside it).
-    pub run: Run,
-    /// Workers that ran out of prepared requests before the end.
-    pub exhausted_workers: usize,
-}
-
 #[derive(Default)]
 struct WorkerTally {
     /// Latencies (µs) of the successes.
@@ -140,13 +131,14 @@ pub async fn send_once(addr: SocketAddr, prepared: &Prepared) -> anyhow::Result<
 
 /// Opens one keep-alive connection to `addr` per job, then runs the jobs
 /// from `start` (connecting is not timed) for `duration`; each worker then
-/// finishes its request in flight.
+/// finishes its request in flight. Returns the run (its CPU is measured
+/// beside it) and how many workers ran out of prepared requests.
 pub async fn run(
     addr: SocketAddr,
     jobs: Vec<Job>,
     start: Instant,
     duration: Duration,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<(Run, usize)> {
     let host = HeaderValue::from_str(&addr.to_string())?;
     let clients = jobs.len();
     let deadline = start + duration;
@@ -174,18 +166,16 @@ pub async fn run(
         .flat_map(|t| std::mem::take(&mut t.latencies))
         .collect();
     let ok = latencies.len() as u64;
-    Ok(Outcome {
-        run: Run {
-            clients,
-            ok,
-            errors: errors.values().sum(),
-            error_kinds: errors,
-            rate: ok as f64 / window.as_secs_f64().max(1e-3),
-            latency: Latency::from_micros(&mut latencies),
-            cpu: None,
-        },
-        exhausted_workers: tallies.iter().filter(|t| t.exhausted).count(),
-    })
+    let run = Run {
+        clients,
+        ok,
+        errors: errors.values().sum(),
+        error_kinds: errors,
+        rate: ok as f64 / window.as_secs_f64().max(1e-3),
+        latency: Latency::from_micros(&mut latencies),
+        cpu: None,
+    };
+    Ok((run, tallies.iter().filter(|t| t.exhausted).count()))
 }
 
 async fn work(

@@ -9,7 +9,6 @@
 
 use anyhow::Context;
 use sqlx::{Connection, PgPool};
-use std::time::Duration;
 
 /// Order numbers are `ORDER_PREFIX` + k in [`ORDER_DIGITS`] zero-padded
 /// decimal digits: the shape the routes accept (`ord_` and 28 hex digits).
@@ -59,7 +58,7 @@ pub async fn create_database(server: &str, name: &str, accounts: i64) -> anyhow:
     .execute(&pool)
     .await
     .context("cannot open the accounts")?;
-    // One shopper owns every order (pay now signs in as them); the charges
+    // One shopper owns every order (the pay step signs in as them); the charges
     // still spread over the accounts, as many shoppers' would.
     let hash = backend::auth::passwords::hash(BENCH_SHOPPER_PASSWORD.to_owned().into())
         .await
@@ -223,22 +222,5 @@ pub async fn settle(pool: &PgPool) -> anyhow::Result<()> {
         .execute(pool)
         .await?;
     sqlx::query("CHECKPOINT").execute(pool).await?;
-    Ok(())
-}
-
-/// Waits until nothing but us is active in `db` (pgbench's connections closing).
-pub async fn wait_idle(pool: &PgPool, db: &str) -> anyhow::Result<()> {
-    for _ in 0..50 {
-        let active: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()",
-        )
-        .bind(db)
-        .fetch_one(pool)
-        .await?;
-        if active == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     Ok(())
 }

@@ -12,26 +12,16 @@ pub struct Latency {
     pub p50_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
-    /// Arithmetic mean.
-    pub mean_ms: f64,
-    /// Slowest.
-    pub max_ms: f64,
 }
 
 impl Latency {
     /// Summarises latencies given in microseconds (sorts them in place).
     pub fn from_micros(latencies: &mut [u64]) -> Self {
-        if latencies.is_empty() {
-            return Self::default();
-        }
         latencies.sort_unstable();
-        let ms = |us: u64| us as f64 / 1000.0;
-        let sum: u128 = latencies.iter().map(|&us| u128::from(us)).sum();
+        let ms = |p| percentile(latencies, p) as f64 / 1000.0;
         Self {
-            p50_ms: ms(percentile(latencies, 50.0)),
-            p99_ms: ms(percentile(latencies, 99.0)),
-            mean_ms: sum as f64 / latencies.len() as f64 / 1000.0,
-            max_ms: ms(latencies[latencies.len() - 1]),
+            p50_ms: ms(50.0),
+            p99_ms: ms(99.0),
         }
     }
 }
@@ -174,10 +164,7 @@ mod tests {
         assert_eq!(percentile(&sorted, 99.0), 99);
         assert_eq!(percentile(&[7], 99.0), 7);
         let latency = Latency::from_micros(&mut [3000, 1000, 2000]);
-        assert_eq!(
-            (latency.p50_ms, latency.mean_ms, latency.max_ms),
-            (2.0, 2.0, 3.0)
-        );
+        assert_eq!((latency.p50_ms, latency.p99_ms), (2.0, 3.0));
     }
 
     #[test]

@@ -24,24 +24,6 @@ pub const RESULTS_HEADING: &str = "## Latest results";
 /// The section of `docs/SCALING.md` the scale-out step rewrites.
 pub const MEASURED_HEADING: &str = "## Measured";
 
-/// Options the run used.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Settings {
-    /// Seconds per measured run.
-    pub duration_s: u64,
-    /// Seconds of each warm-up.
-    pub warmup_s: u64,
-    /// Client counts.
-    pub clients: Vec<usize>,
-    /// The backend's `DATABASE_MAX_CONNECTIONS`.
-    pub db_max_connections: String,
-    /// Accounts the orders are spread over.
-    pub accounts: i64,
-    /// Rounds of pgbench-then-backend per client count.
-    pub rounds: usize,
-}
-
 /// Everything one run of the benchmark found.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -62,8 +44,18 @@ pub struct Results {
     pub postgres: String,
     /// Redis's version.
     pub redis_version: String,
-    /// The options.
-    pub settings: Settings,
+    /// Seconds per measured run.
+    pub duration_s: u64,
+    /// Seconds of each warm-up.
+    pub warmup_s: u64,
+    /// Client counts.
+    pub clients: Vec<usize>,
+    /// Rounds of pgbench-then-backend per client count.
+    pub rounds: usize,
+    /// The backend's `DATABASE_MAX_CONNECTIONS`.
+    pub db_max_connections: String,
+    /// Accounts the orders are spread over.
+    pub accounts: i64,
     /// Microseconds to sign one callback (done before the timed window).
     pub signing_us: Option<f64>,
     /// pgbench on `NEW_CHARGE_SQL`: the handler's one statement.

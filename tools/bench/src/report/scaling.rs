@@ -124,8 +124,8 @@ impl Results {
              ratios per round in parentheses, * = noisy. *all ours µs/req* is the CPU of the load \
              generator, the backends, HAProxy, PostgreSQL and Redis per request.\n",
             scale.clients,
-            self.settings.rounds.max(1),
-            self.settings.duration_s,
+            self.rounds.max(1),
+            self.duration_s,
             instances.join(", "),
         );
         let _ = writeln!(w, "{}", scale.table());

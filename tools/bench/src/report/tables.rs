@@ -95,7 +95,7 @@ impl Results {
 
     /// Every client count any step measured, in the order first seen.
     fn all_counts(&self) -> Vec<usize> {
-        let mut counts = self.settings.clients.clone();
+        let mut counts = self.clients.clone();
         for run in self.dup_backend.iter().chain(&self.new_backend) {
             if !counts.contains(&run.clients) {
                 counts.push(run.clients);
@@ -259,40 +259,34 @@ impl Results {
 
     /// The facts of the run as (key, value) rows.
     pub(super) fn provenance_rows(&self) -> Vec<(&'static str, String)> {
-        let s = &self.settings;
+        let runs = format!(
+            "{} s each after a discarded {} s warm-up per step; clients {:?}; {} round(s) of \
+             pgbench then backend per count (figures: the median round)",
+            self.duration_s,
+            self.warmup_s,
+            self.clients,
+            self.rounds.max(1)
+        );
+        let data = format!(
+            "{} accounts; one PENDING order per new callback, in a database per side (pgbench / backend)",
+            self.accounts
+        );
+        let signing = self.signing_us.map_or("-".into(), |us| {
+            format!("{us:.1} µs, done before the timed window")
+        });
         vec![
             ("date (UTC)", self.started_at.clone()),
             ("commit", self.commit.clone()),
             ("CPU", format!("{} x {}", self.cores, self.cpu_model)),
             ("PostgreSQL", self.postgres.clone()),
             ("Redis", self.redis_version.clone()),
-            (
-                "runs",
-                format!(
-                    "{} s each after a discarded {} s warm-up per step; clients {:?}; {} round(s) of pgbench then backend per count (figures: the median round)",
-                    s.duration_s,
-                    s.warmup_s,
-                    s.clients,
-                    s.rounds.max(1)
-                ),
-            ),
+            ("runs", runs),
             (
                 "backend pool (`DATABASE_MAX_CONNECTIONS`)",
-                s.db_max_connections.clone(),
+                self.db_max_connections.clone(),
             ),
-            (
-                "data",
-                format!(
-                    "{} accounts; one PENDING order per new callback, in a database per side (pgbench / backend)",
-                    s.accounts
-                ),
-            ),
-            (
-                "signing a callback",
-                self.signing_us.map_or("-".into(), |us| {
-                    format!("{us:.1} µs, done before the timed window")
-                }),
-            ),
+            ("data", data),
+            ("signing a callback", signing),
             ("whole benchmark", format!("{:.0} s", self.elapsed_s)),
         ]
     }
@@ -301,7 +295,6 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Settings;
 
     fn run(clients: usize, rate: f64) -> Run {
         Run {
@@ -325,10 +318,7 @@ mod tests {
     #[test]
     fn the_limit_is_the_faster_one_round_trip_script_round_by_round() {
         let results = Results {
-            settings: Settings {
-                clients: vec![32, 80],
-                ..Settings::default()
-            },
+            clients: vec![32, 80],
             new_pgbench: vec![run(32, 1000.0), run(32, 1000.0), run(80, 1000.0)],
             new_pgbench_pipelined: vec![run(32, 1200.0), run(32, 900.0)],
             new_backend: vec![run(32, 960.0), run(32, 950.0), run(80, 700.0)],
@@ -352,10 +342,7 @@ mod tests {
     #[test]
     fn the_pay_limit_is_redis_then_postgres_one_after_the_other() {
         let results = Results {
-            settings: Settings {
-                clients: vec![8],
-                ..Settings::default()
-            },
+            clients: vec![8],
             redis_getdel: vec![run(8, 100_000.0)],
             pay_pgbench: vec![run(8, 4_000.0)],
             pay_alone: vec![run(8, 2_000.0)],

@@ -174,7 +174,8 @@ impl Bench {
         match work {
             Work::New => self.pgbench_new(script, clients, seconds).await,
             Work::Duplicate { vars, .. } => {
-                (self.pgbench_window(script, vars.to_vec(), clients, seconds, "dup")).await
+                self.pgbench_window(script, vars.to_vec(), clients, seconds, "dup")
+                    .await
             }
         }
     }

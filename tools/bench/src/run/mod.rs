@@ -70,7 +70,10 @@ pub async fn run(args: Args) -> anyhow::Result<Results> {
 /// scale-out step ran; the rest of both files is left as people wrote it.
 fn write_reports(args: &Args, root: &Path, results: &Results) -> anyhow::Result<()> {
     if results.scale.is_some() {
-        let path = (args.scaling_output.clone()).unwrap_or_else(|| root.join("docs/SCALING.md"));
+        let path = args
+            .scaling_output
+            .clone()
+            .unwrap_or_else(|| root.join("docs/SCALING.md"));
         write_section(&path, MEASURED_HEADING, |old| results.scaling_markdown(old))?;
         say(format!(
             "==> Wrote {MEASURED_HEADING} of {}",
@@ -78,7 +81,10 @@ fn write_reports(args: &Args, root: &Path, results: &Results) -> anyhow::Result<
         ));
     }
     if results.has_benchmarks() {
-        let path = (args.output.clone()).unwrap_or_else(|| root.join("docs/BENCHMARKS.md"));
+        let path = args
+            .output
+            .clone()
+            .unwrap_or_else(|| root.join("docs/BENCHMARKS.md"));
         write_section(&path, RESULTS_HEADING, |_| results.benchmarks_markdown())?;
         say(format!("==> Wrote {RESULTS_HEADING} of {}", path.display()));
     }

@@ -7,7 +7,7 @@ use crate::cli::Args;
 use crate::cpu;
 use crate::postgres::{self, OrderStock};
 use crate::redis_bench::{self, RedisTarget};
-use crate::report::{Results, Settings};
+use crate::report::Results;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +36,9 @@ impl Bench {
             args.steps,
             work.display()
         ));
-        let backend_bin = (args.backend_bin.clone())
+        let backend_bin = args
+            .backend_bin
+            .clone()
             .unwrap_or_else(|| testkit::target_dir().join("release/backend"));
         anyhow::ensure!(
             backend_bin.exists(),
@@ -68,7 +70,9 @@ impl Bench {
             ..cpu::Roots::default()
         };
         let results = Results {
-            command: (args.command.clone())
+            command: args
+                .command
+                .clone()
                 .unwrap_or_else(|| std::env::args().collect::<Vec<_>>().join(" ")),
             started_at: now.format(format_description!(
                 "[year]-[month]-[day] [hour]:[minute]:[second]"
@@ -78,15 +82,14 @@ impl Bench {
             cpu_model: cpu::cpu_model(),
             postgres: postgres::describe(&pg_pool).await?,
             redis_version,
-            settings: Settings {
-                duration_s: args.duration,
-                warmup_s: args.warmup,
-                clients: args.clients.clone(),
-                db_max_connections: (args.db_max_connections)
-                    .map_or("20 (backend default)".into(), |n| n.to_string()),
-                accounts: args.accounts,
-                rounds: args.rounds as usize,
-            },
+            duration_s: args.duration,
+            warmup_s: args.warmup,
+            clients: args.clients.clone(),
+            rounds: args.rounds as usize,
+            db_max_connections: args
+                .db_max_connections
+                .map_or("20 (backend default)".into(), |n| n.to_string()),
+            accounts: args.accounts,
             ..Results::default()
         };
         say(format!("    PostgreSQL {}", results.postgres));

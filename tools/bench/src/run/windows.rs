@@ -49,7 +49,6 @@ impl Bench {
         let watch = self.watch(Instant::now(), seconds);
         let mut run = invocation.run().await?;
         run.cpu = watch.await?;
-        postgres::wait_idle(&self.pg_pool, &self.pg_db).await?;
         Ok(run)
     }
 
@@ -66,17 +65,15 @@ impl Bench {
         // Time enough to open every connection before the window.
         let start = Instant::now() + Duration::from_millis(50 + 2 * clients as u64);
         let watch = self.watch(start, seconds);
-        let outcome = load::run(addr, jobs, start, Duration::from_secs(seconds)).await?;
-        let mut run = outcome.run;
+        let (mut run, exhausted) =
+            load::run(addr, jobs, start, Duration::from_secs(seconds)).await?;
         run.cpu = watch.await?;
-        if outcome.exhausted_workers > 0 {
+        if exhausted > 0 {
             let kind = "worker ran out of prepared requests (raise the estimate)";
-            run.errors += outcome.exhausted_workers as u64;
-            run.error_kinds
-                .insert(kind.into(), outcome.exhausted_workers as u64);
+            run.errors += exhausted as u64;
+            run.error_kinds.insert(kind.into(), exhausted as u64);
             self.results.notes.push(format!(
-                "{what} at {clients} clients: {} workers ran out of prepared requests before the end",
-                outcome.exhausted_workers
+                "{what} at {clients} clients: {exhausted} workers ran out of prepared requests before the end"
             ));
         }
         Ok(run)
