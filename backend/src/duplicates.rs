@@ -42,9 +42,9 @@ pub const BATCH_MAX: usize = 256;
 /// batches in flight make bigger ones: in single A/B rounds of the benchmark 2
 /// answered 0.74-0.82x of pgbench's duplicate at 8 clients where 4 answered
 /// 0.69-0.71x and 8 answered 0.54-0.59x, and more at 32 and 100 clients too;
-/// the 3-round run after it, on another host, gave 0.64x at 8 clients
-/// (docs/BENCHMARKS.md, "Issue 15, third pass"), and 0.82x once the log's
-/// commits stopped waiting for a WAL flush ("fourth pass").
+/// the 3-round run after it, on another host, gave 0.64x at 8 clients, and
+/// 0.82x once the log's commits stopped waiting for a WAL flush
+/// (docs/BENCHMARKS.md, "What each design choice bought").
 pub const WRITERS: usize = 2;
 
 /// What a processed callback id was.

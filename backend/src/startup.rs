@@ -587,8 +587,9 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     // every route again per layer, and a request then cloned every boxed
     // layer beneath each `from_fn` and `Route` it passed (49 boxed clones, an
     // allocation each, per callback; about a quarter of the backend's own
-    // instructions per callback; docs/BENCHMARKS.md, eleventh pass). Here the
-    // stack is one type, cloned once per request, and the router is an `Arc`.
+    // instructions per callback; docs/BENCHMARKS.md, "What each design choice
+    // bought"). Here the stack is one type, cloned once per request, and the
+    // router is an `Arc`.
     // It is the readiness router's fallback, so `/readyz` alone stays outside.
     let app = ServiceBuilder::new()
         .layer(SetSensitiveHeadersLayer::new([

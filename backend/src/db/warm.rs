@@ -8,7 +8,7 @@
 //! second round trip to PostgreSQL for every statement run on the pool, with no
 //! switch to turn it off (`test_before_acquire(false)` only removes the one at
 //! checkout). On the new-callback path it cost 5-10 % of the throughput
-//! (docs/BENCHMARKS.md, "Issue 15, fifth pass").
+//! (docs/BENCHMARKS.md, "What each design choice bought").
 //!
 //! [`WarmConnections`] keeps the connections of those statements checked out
 //! between them instead: a statement that completed (answered, or refused by

@@ -16,7 +16,8 @@ pub const SUBMITTED_WRITERS: usize = 2;
 /// How long a batch of hand-over records gathers rows after its first: the
 /// record is written after the shopper has the answer, and each statement
 /// costs PostgreSQL a plan and a commit whatever its size (see
-/// `docs/BENCHMARKS.md`, fourteenth pass: 4-5 rows per statement without it).
+/// `docs/BENCHMARKS.md`, "What each design choice bought": 4-5 rows per
+/// statement without it).
 pub const SUBMITTED_LINGER: Duration = Duration::from_millis(10);
 
 /// The record of accepted hand-overs, by group commit

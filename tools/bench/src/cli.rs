@@ -8,11 +8,8 @@ use std::path::PathBuf;
 #[command(
     name = "bench",
     version,
-    about = "Benchmarks the checkout against the physical limit and writes docs/BENCHMARKS.md",
-    long_about = "Benchmarks the checkout against the physical limit on this machine, in one run: \
-                  the callback handler's SQL under pgbench next to the same callbacks through the \
-                  backend (new and duplicate), pay-now next to redis-benchmark, the page's .wasm \
-                  size and the backend's peak memory. Prints ratios and targets and writes a report."
+    about = "Benchmarks the checkout against the physical limit and rewrites the latest results of \
+             docs/BENCHMARKS.md (`bash scripts/bench.sh` builds it and starts the PostgreSQL it measures on)"
 )]
 pub struct Args {
     /// Seconds each measured run lasts.
@@ -33,44 +30,43 @@ pub struct Args {
     pub storm_clients: usize,
 
     /// Rounds per client count: pgbench then the backend, repeated; the ratio is
-    /// the median of the rounds' ratios, and every round's ratio is shown. On a
-    /// shared VM one round's ratio moves by 10-15 %, so one round is not enough to
-    /// call a target met or missed.
+    /// the median of the rounds' ratios. On a shared VM one round's ratio moves
+    /// by 10-15 %, so one round is not enough to call a target met or missed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: u32,
 
     /// Steps to run. `scale` (new callbacks through HAProxy with 1, 2 and 3
     /// backends, written into docs/SCALING.md) is not among the defaults: it
-    /// adds about 5 minutes; ask for it with `--steps scale`.
-    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [Step::New, Step::Duplicate, Step::Pay, Step::Size])]
+    /// adds about 5 minutes.
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [Step::New, Step::Duplicate, Step::Pay])]
     pub steps: Vec<Step>,
 
-    /// The report to write [default: docs/BENCHMARKS.md of the workspace].
+    /// The report whose `## Latest results` section is rewritten
+    /// [default: docs/BENCHMARKS.md of the workspace].
     #[arg(long)]
     pub output: Option<PathBuf>,
 
-    /// Print the report only; leave the report file alone.
+    /// Print the tables only; leave the report files alone.
     #[arg(long)]
     pub no_write: bool,
 
-    /// Backend instances behind HAProxy in the `scale` step, one run per count;
-    /// the ratios are to the first count.
+    /// Backend instances behind HAProxy in the `scale` step, one run per count.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 3],
         value_parser = clap::value_parser!(u32).range(1..=16))]
     pub instances: Vec<u32>,
 
     /// Where the `scale` step's figures go: the `## Measured` section of this
-    /// file is rewritten, the rest kept [default: docs/SCALING.md of the workspace].
+    /// file is rewritten [default: docs/SCALING.md of the workspace].
     #[arg(long)]
     pub scaling_output: Option<PathBuf>,
 
-    /// PostgreSQL: `own` starts a private cluster (needs the server binaries, and
-    /// has room for 100 pgbench clients); or a server URL `postgres://user@host:port`
-    /// with enough free connections.
-    #[arg(long, default_value = "own")]
+    /// The PostgreSQL server, `postgres://user@host:port` with trust
+    /// authentication and room for the most clients plus the backend's pool
+    /// (`scripts/bench.sh` starts a private cluster with 300 connections).
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432")]
     pub postgres: String,
 
-    /// Redis (pay-now's token store and redis-benchmark's target).
+    /// Redis (pay's token store and redis-benchmark's target).
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
 
@@ -90,31 +86,20 @@ pub struct Args {
     #[arg(long, default_value_t = 200_000)]
     pub redis_requests: u64,
 
-    /// Also profile with `perf`, at 32 clients (or the nearest count), in extra
-    /// runs that are not counted: new callbacks (pgbench and the backend) and
-    /// the pay (the backend's pay alone, pgbench's attempt and hold).
-    #[arg(long)]
-    pub profile: bool,
-
-    /// Experiment: also run pgbench with a bare Sync round trip before each
-    /// transaction, the health check sqlx's pool makes at each checkout
-    /// (`test_before_acquire`), to price that round trip in the same run.
-    #[arg(long)]
-    pub pgbench_ping: bool,
-
-    /// Experiment: `PLATFORM_URL` for the pay-now backend (e.g. a `platform-sim`
-    /// started with a long processing delay) instead of the in-process sandbox.
+    /// `PLATFORM_URL` for the pay's backend (a `platform-sim` started with a
+    /// long processing delay, as `scripts/bench.sh` does) instead of the
+    /// in-process sandbox.
     #[arg(long)]
     pub pay_platform_url: Option<String>,
 
-    /// Keep the databases (and the private cluster's directory) for inspection.
+    /// The process behind `--pay-platform-url`, so its CPU counts as the
+    /// platform's and not as noise.
+    #[arg(long)]
+    pub pay_platform_pid: Option<u32>,
+
+    /// Keep the databases for inspection.
     #[arg(long)]
     pub keep: bool,
-
-    /// Measure nothing: write the report again from a run's `results.json` (after
-    /// the report's layout changed, say). The figures and their command stay.
-    #[arg(long, value_name = "RESULTS_JSON")]
-    pub report_from: Option<PathBuf>,
 
     /// The command recorded in the report [default: this process's command line].
     #[arg(long)]
@@ -129,10 +114,9 @@ pub enum Step {
     /// A duplicate storm: one callback id, pgbench's duplicate path, then the backend.
     #[value(name = "dup")]
     Duplicate,
-    /// Pay now (token, then pay) next to redis-benchmark's SET EX NX and GETDEL.
+    /// The pay, its token issued before the window, next to redis-benchmark's
+    /// GETDEL and pgbench on its statement.
     Pay,
-    /// The page's release .wasm size.
-    Size,
     /// Scale-out: pgbench on the new-callback SQL, then new callbacks straight
     /// to one backend and through HAProxy with 1, 2 and 3 backends on one
     /// database, at the focus client count; writes docs/SCALING.md's `## Measured`.
@@ -140,16 +124,15 @@ pub enum Step {
 }
 
 impl Args {
-    /// The client count used for warm-ups, profiles and per-statement breakdowns:
-    /// 32 when measured, otherwise the middle one.
+    /// The client count used for warm-ups and the scale-out step: 32 when
+    /// measured, otherwise the middle one.
     pub fn focus_clients(&self) -> usize {
         if self.clients.contains(&32) {
-            32
-        } else {
-            let mut sorted = self.clients.clone();
-            sorted.sort_unstable();
-            sorted.get(sorted.len() / 2).copied().unwrap_or(32)
+            return 32;
         }
+        let mut sorted = self.clients.clone();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied().unwrap_or(32)
     }
 
     /// The duplicate storm's client counts: `--clients`, then `--storm-clients`.

@@ -7,11 +7,10 @@
 
 use crate::stats::{Latency, Run};
 use anyhow::Context;
-use api_types::api::{PayRequest, RequestToken};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONTENT_TYPE, COOKIE, HOST, HeaderMap, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::collections::{BTreeMap, VecDeque};
@@ -58,45 +57,22 @@ impl Prepared {
 /// What one worker sends.
 #[derive(Debug)]
 pub enum Job {
-    /// Distinct requests, sent in order, each expecting `200`; the worker stops
-    /// early (and says so) if they run out.
-    Queue(VecDeque<Prepared>),
-    /// Like [`Job::Queue`], but each request expects `status` (say `202` for a
-    /// pay whose token was issued before the window).
-    Expect {
-        /// The requests, sent in order.
+    /// Distinct requests, sent in order, each a success when it answers
+    /// `status`; the worker stops early (and says so) if they run out.
+    Queue {
+        /// The requests.
         queue: VecDeque<Prepared>,
         /// The status a success answers with.
         status: StatusCode,
     },
     /// The same request over and over, expecting `200`.
     Repeat(Prepared),
-    /// "Pay now" for each order in turn: `request-token` (`201`), then `pay` (`202`).
-    PayNow {
-        /// The orders, paid in turn.
-        orders: VecDeque<String>,
-        /// The `Cookie` header of the session of the shopper who owns them.
-        cookie: HeaderValue,
-    },
-}
-
-/// The result of a load run.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// One run per measured operation: the callback (or the pay alone); or the
-    /// pay-now pair, the token and the pay.
-    pub runs: Vec<Run>,
-    /// Workers that ran out of prepared requests before the end.
-    pub exhausted_workers: usize,
-    /// How long the window really lasted (until the last answer).
-    pub window: Duration,
 }
 
 #[derive(Default)]
 struct WorkerTally {
-    /// Latencies (µs) per measured operation.
-    latencies: Vec<Vec<u64>>,
-    ok: u64,
+    /// Latencies (µs) of the successes.
+    latencies: Vec<u64>,
     errors: BTreeMap<String, u64>,
     exhausted: bool,
     finished: Option<Instant>,
@@ -145,24 +121,6 @@ impl Conn {
     }
 }
 
-/// Open keep-alive connections, one per worker.
-pub struct Connections {
-    conns: Vec<Conn>,
-    host: HeaderValue,
-}
-
-/// Opens `count` connections to `addr`.
-pub async fn connect(addr: SocketAddr, count: usize) -> anyhow::Result<Connections> {
-    let mut conns = Vec::with_capacity(count);
-    for _ in 0..count {
-        conns.push(Conn::open(addr).await?);
-    }
-    Ok(Connections {
-        conns,
-        host: HeaderValue::from_str(&addr.to_string())?,
-    })
-}
-
 /// Sends one request on a fresh connection; returns the status.
 pub async fn send_once(addr: SocketAddr, prepared: &Prepared) -> anyhow::Result<StatusCode> {
     let mut conn = Conn::open(addr).await?;
@@ -171,29 +129,28 @@ pub async fn send_once(addr: SocketAddr, prepared: &Prepared) -> anyhow::Result<
     Ok(status)
 }
 
-/// Runs one job per connection from `start` for `duration`; each worker then
-/// finishes its request in flight.
+/// Opens one keep-alive connection to `addr` per job, then runs the jobs
+/// from `start` (connecting is not timed) for `duration`; each worker then
+/// finishes its request in flight. Returns the run (its CPU is measured
+/// beside it) and how many workers ran out of prepared requests.
 pub async fn run(
-    connections: Connections,
+    addr: SocketAddr,
     jobs: Vec<Job>,
     start: Instant,
     duration: Duration,
-) -> anyhow::Result<Outcome> {
-    let Connections { conns, host } = connections;
-    anyhow::ensure!(conns.len() == jobs.len(), "one job per connection");
+) -> anyhow::Result<(Run, usize)> {
+    let host = HeaderValue::from_str(&addr.to_string())?;
     let clients = jobs.len();
     let deadline = start + duration;
     let mut workers = Vec::with_capacity(clients);
-    for (job, conn) in jobs.into_iter().zip(conns) {
-        let host = host.clone();
-        workers.push(tokio::spawn(work(conn, host, job, start, deadline)));
+    for job in jobs {
+        let conn = Conn::open(addr).await?;
+        workers.push(tokio::spawn(work(conn, host.clone(), job, start, deadline)));
     }
     let mut tallies = Vec::with_capacity(clients);
     for worker in workers {
         tallies.push(worker.await?);
     }
-
-    let operations = tallies.iter().map(|t| t.latencies.len()).max().unwrap_or(1);
     let finished = tallies
         .iter()
         .filter_map(|t| t.finished)
@@ -201,35 +158,24 @@ pub async fn run(
         .unwrap_or(deadline);
     let window = finished.saturating_duration_since(start);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for tally in &tallies {
-        for (kind, count) in &tally.errors {
-            *errors.entry(kind.clone()).or_default() += count;
-        }
+    for (kind, count) in tallies.iter().flat_map(|t| &t.errors) {
+        *errors.entry(kind.clone()).or_default() += count;
     }
-    let ok: u64 = tallies.iter().map(|t| t.ok).sum();
-    let error_count: u64 = errors.values().sum();
-    let mut runs = Vec::with_capacity(operations);
-    for op in 0..operations {
-        let mut latencies: Vec<u64> = tallies
-            .iter_mut()
-            .flat_map(|t| std::mem::take(t.latencies.get_mut(op).unwrap_or(&mut Vec::new())))
-            .collect();
-        runs.push(Run {
-            clients,
-            ok,
-            errors: error_count,
-            error_kinds: errors.clone(),
-            rate: ok as f64 / window.as_secs_f64().max(1e-3),
-            latency: Latency::from_micros(&mut latencies),
-            cpu: None,
-            wal: None,
-        });
-    }
-    Ok(Outcome {
-        runs,
-        exhausted_workers: tallies.iter().filter(|t| t.exhausted).count(),
-        window,
-    })
+    let mut latencies: Vec<u64> = tallies
+        .iter_mut()
+        .flat_map(|t| std::mem::take(&mut t.latencies))
+        .collect();
+    let ok = latencies.len() as u64;
+    let run = Run {
+        clients,
+        ok,
+        errors: errors.values().sum(),
+        error_kinds: errors,
+        rate: ok as f64 / window.as_secs_f64().max(1e-3),
+        latency: Latency::from_micros(&mut latencies),
+        cpu: None,
+    };
+    Ok((run, tallies.iter().filter(|t| t.exhausted).count()))
 }
 
 async fn work(
@@ -239,41 +185,22 @@ async fn work(
     start: Instant,
     deadline: Instant,
 ) -> WorkerTally {
-    let operations = if matches!(job, Job::PayNow { .. }) {
-        3
-    } else {
-        1
-    };
     let mut tally = WorkerTally {
-        latencies: vec![Vec::with_capacity(4096); operations],
+        latencies: Vec::with_capacity(4096),
         ..WorkerTally::default()
     };
     tokio::time::sleep_until(start).await;
     while Instant::now() < deadline {
         match &mut job {
-            Job::Queue(queue) => {
+            Job::Queue { queue, status } => {
                 let Some(prepared) = queue.pop_front() else {
                     tally.exhausted = true;
                     break;
                 };
-                one(&mut conn, &host, &prepared, StatusCode::OK, &mut tally).await;
-            }
-            Job::Expect { queue, status } => {
-                let Some(prepared) = queue.pop_front() else {
-                    tally.exhausted = true;
-                    break;
-                };
-                one(&mut conn, &host, &prepared, *status, &mut tally).await;
+                exchange(&mut conn, &host, &prepared, *status, &mut tally).await;
             }
             Job::Repeat(prepared) => {
-                one(&mut conn, &host, prepared, StatusCode::OK, &mut tally).await;
-            }
-            Job::PayNow { orders, cookie } => {
-                let Some(order_no) = orders.pop_front() else {
-                    tally.exhausted = true;
-                    break;
-                };
-                pay_now(&mut conn, &host, cookie, &order_no, &mut tally).await;
+                exchange(&mut conn, &host, prepared, StatusCode::OK, &mut tally).await;
             }
         }
     }
@@ -281,92 +208,37 @@ async fn work(
     tally
 }
 
-/// Sends one request; returns the body and the latency (µs) when the status is
-/// `expected`, and counts anything else as an error.
+/// Sends one request: records its latency when it answers `expected`, and
+/// counts anything else as an error.
 async fn exchange(
     conn: &mut Conn,
     host: &HeaderValue,
     prepared: &Prepared,
     expected: StatusCode,
     tally: &mut WorkerTally,
-) -> Option<(Bytes, u64)> {
+) {
     let request = match prepared.request(host) {
         Ok(request) => request,
         Err(err) => {
             tally.error(format!("bad request: {err}"));
-            return None;
+            return;
         }
     };
     let sent = Instant::now();
     match conn.send(request).await {
-        Ok((status, body)) if status == expected => Some((body, sent.elapsed().as_micros() as u64)),
+        Ok((status, _)) if status == expected => {
+            tally.latencies.push(sent.elapsed().as_micros() as u64);
+        }
         Ok((status, body)) => {
             let code = serde_json::from_slice::<serde_json::Value>(&body)
                 .ok()
                 .and_then(|v| v["error"]["code"].as_str().map(str::to_owned))
                 .unwrap_or_default();
             tally.error(format!("HTTP {} {code}", status.as_u16()));
-            None
         }
         Err(err) => {
             tally.error(format!("transport: {err}"));
             conn.reopen().await;
-            None
         }
-    }
-}
-
-/// One request of one operation (a callback, or a pay alone): a success is `expected`.
-async fn one(
-    conn: &mut Conn,
-    host: &HeaderValue,
-    prepared: &Prepared,
-    expected: StatusCode,
-    tally: &mut WorkerTally,
-) {
-    if let Some((_, micros)) = exchange(conn, host, prepared, expected, tally).await {
-        tally.latencies[0].push(micros);
-        tally.ok += 1;
-    }
-}
-
-/// Token, then pay; the pair is operation 0 (and counts as the success), then token, then pay.
-async fn pay_now(
-    conn: &mut Conn,
-    host: &HeaderValue,
-    cookie: &HeaderValue,
-    order_no: &str,
-    tally: &mut WorkerTally,
-) {
-    let mut token_request = Prepared::post_json(
-        format!("/api/orders/{order_no}/request-token"),
-        Bytes::new(),
-    );
-    token_request.headers.insert(COOKIE, cookie.clone());
-    let Some((body, token_micros)) =
-        exchange(conn, host, &token_request, StatusCode::CREATED, tally).await
-    else {
-        return;
-    };
-    let Ok(token) = serde_json::from_slice::<RequestToken>(&body) else {
-        tally.error("request-token answer is not a token".into());
-        return;
-    };
-    let Ok(pay_body) = serde_json::to_vec(&PayRequest {
-        request_token: token.request_token,
-    }) else {
-        tally.error("cannot encode the pay request".into());
-        return;
-    };
-    let mut pay_request =
-        Prepared::post_json(format!("/api/orders/{order_no}/pay"), pay_body.into());
-    pay_request.headers.insert(COOKIE, cookie.clone());
-    if let Some((_, pay_micros)) =
-        exchange(conn, host, &pay_request, StatusCode::ACCEPTED, tally).await
-    {
-        tally.latencies[0].push(token_micros + pay_micros);
-        tally.latencies[1].push(token_micros);
-        tally.latencies[2].push(pay_micros);
-        tally.ok += 1;
     }
 }

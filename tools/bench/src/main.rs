@@ -1,11 +1,11 @@
-//! `bench`: measures the checkout against pgbench and redis-benchmark and writes docs/BENCHMARKS.md.
+//! `bench`: measures the checkout against pgbench and redis-benchmark and writes
+//! the tables of docs/BENCHMARKS.md.
 
 use bench::cli::Args;
 use clap::Parser;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    bench::run::run(args).await?;
+    bench::run::run(Args::parse()).await?;
     Ok(())
 }

@@ -1,15 +1,14 @@
-//! pgbench scripts made from the SQL the callback handler runs, and pgbench runs.
+//! pgbench scripts made from the SQL the handler runs, and pgbench runs.
 //!
-//! The statements are `bench::handler_sql::NEW_CHARGE_SQL` and `DUPLICATE_SQL`
-//! (what the handler runs: one statement), `GENERAL_CHARGE_SQL` (the same work
-//! as the general path's separate statements, replayed one round trip each
-//! and pipelined into one round trip) and `DUPLICATE_LOOKUP_SQL` (the least a
-//! duplicate costs), taken verbatim (the files in `backend/sql/callback/`,
-//! which the handler runs through `sqlx::query_file!`); this module only knows
-//! which value each `$n` gets (the same values `charge::apply_callback` binds)
-//! and turns `$n` into a pgbench expression. A statement the handler starts to run that is not described
-//! here, or a changed parameter count, stops the benchmark with an error instead
-//! of measuring something else.
+//! The statements are the product's own files (`backend/sql/`, read through
+//! the `backend::db` constants; which ones each path runs is
+//! [`crate::handler_sql`]). This module reads them as they are: comments and a
+//! trailing `;` are dropped and, where pgbench `\gset`s a row into variables,
+//! sqlx's column overrides (`AS "status: OrderStatus"`) are cut back to the
+//! plain name. It knows which value each `$n` gets (the values
+//! `charge::apply_callback` binds) and turns `$n` into a pgbench expression. A
+//! statement it does not know, or a changed parameter count, stops the
+//! benchmark with an error instead of measuring something else.
 //!
 //! Order `k` of a new callback: client `c` of `n` takes `k = base + c + n * i`
 //! in its `i`-th transaction (pgbench keeps `i` per client across transactions).
@@ -51,18 +50,13 @@ impl CallbackPath {
         matches!(self, Self::New | Self::NewStatements | Self::NewPipelined)
     }
 
-    /// The statements it replays and where they come from.
+    /// The statements it replays and the name of their list.
     fn sql(self) -> (CallbackSql, &'static str) {
         match self {
-            Self::New => (NEW_CHARGE_SQL, "bench::handler_sql::NEW_CHARGE_SQL"),
-            Self::NewStatements | Self::NewPipelined => {
-                (GENERAL_CHARGE_SQL, "bench::handler_sql::GENERAL_CHARGE_SQL")
-            }
-            Self::Duplicate => (DUPLICATE_SQL, "bench::handler_sql::DUPLICATE_SQL"),
-            Self::DuplicateLookup => (
-                DUPLICATE_LOOKUP_SQL,
-                "bench::handler_sql::DUPLICATE_LOOKUP_SQL",
-            ),
+            Self::New => (NEW_CHARGE_SQL, "NEW_CHARGE_SQL"),
+            Self::NewStatements | Self::NewPipelined => (GENERAL_CHARGE_SQL, "GENERAL_CHARGE_SQL"),
+            Self::Duplicate => (DUPLICATE_SQL, "DUPLICATE_SQL"),
+            Self::DuplicateLookup => (DUPLICATE_LOOKUP_SQL, "DUPLICATE_LOOKUP_SQL"),
         }
     }
 }
@@ -72,107 +66,125 @@ pub const EVENT_TYPE: &str = "payment.succeeded";
 /// Stands in for the SHA-256 of the body: the same length as the real one.
 pub const BODY_SHA256: &str = "5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed5e1ec7ed";
 
-/// The values one statement binds, as pgbench expressions in `$1..$n` order,
-/// and whether its row feeds later statements (`\gset`).
-struct Binding {
-    args: Vec<String>,
-    gset: bool,
+/// `sql` without its comments (`-- ...` to the end of the line, `/* ... */`,
+/// nested as PostgreSQL nests them) and without a trailing `;`; string
+/// literals and quoted identifiers are copied as they are. What a comment
+/// leaves is whitespace, which pgbench, like PostgreSQL, skips.
+pub fn strip_comments(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(ch) = rest.chars().next() {
+        let skip = if ch == '\'' || ch == '"' {
+            let end = rest[1..].find(ch).map_or(rest.len(), |end| end + 2);
+            out.push_str(&rest[..end]);
+            end
+        } else if rest.starts_with("--") {
+            rest.find('\n').unwrap_or(rest.len())
+        } else if rest.starts_with("/*") {
+            let (mut depth, mut at) = (0, 0);
+            loop {
+                let here = &rest[at..];
+                if here.starts_with("/*") {
+                    (depth, at) = (depth + 1, at + 2);
+                } else if here.starts_with("*/") {
+                    (depth, at) = (depth - 1, at + 2);
+                    if depth == 0 {
+                        break;
+                    }
+                } else if let Some(c) = here.chars().next() {
+                    at += c.len_utf8();
+                } else {
+                    break;
+                }
+            }
+            out.push(' ');
+            at
+        } else {
+            out.push(ch);
+            ch.len_utf8()
+        };
+        rest = &rest[skip..];
+    }
+    let code = out.trim();
+    code.strip_suffix(';').unwrap_or(code).trim_end().to_owned()
 }
 
-fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<Binding> {
-    let callback_id = if path.is_new() {
+/// `sql` with sqlx's column overrides cut back to the plain name
+/// (`AS "status: OrderStatus"`, `"total!"`, `"note?"` become `status`,
+/// `total`, `note`): pgbench names the variables of a `\gset` after the
+/// columns, and refuses such names.
+fn plain_column_names(sql: &str) -> String {
+    let parts = sql.split('"').enumerate().map(|(i, part)| {
+        let (name, _) = part.split_once([':', '!', '?']).unwrap_or((part, ""));
+        let name = name.trim_end();
+        let plain = name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+        // Every other part is inside quotes.
+        match (i % 2 == 1, plain && name.len() < part.len()) {
+            (true, true) => name.to_owned(),
+            (true, false) => format!("\"{part}\""),
+            (false, _) => part.to_owned(),
+        }
+    });
+    parts.collect()
+}
+
+/// The values `sql` binds on `path`, as pgbench expressions in `$1..$n`
+/// order, and whether its row feeds later statements (`\gset`).
+fn binding(sql: &str, path: CallbackPath) -> anyhow::Result<(Vec<String>, bool)> {
+    use CallbackPath::{Duplicate, DuplicateLookup, New, NewPipelined, NewStatements};
+    let cb = if path.is_new() {
         format!("('{CALLBACK_PREFIX}' || :k)")
     } else {
         ":dup_callback_id".to_owned()
     };
-    let fresh_order = order_no_sql(":k");
-    let payment_id = format!("('{PAYMENT_PREFIX}' || :k)");
-    let plain = |args: &[&str]| Binding {
-        args: args.iter().map(|&a| a.to_owned()).collect(),
-        gset: false,
-    };
+    let (fresh, pay) = (order_no_sql(":k"), format!("('{PAYMENT_PREFIX}' || :k)"));
+    let (ev, sha) = (":event_type", ":body_sha256");
+    let (dup_order, dup_pay, dup_amount) = (":dup_order_no", ":dup_payment_id", ":dup_amount");
     // After `\gset` the locked row's columns are variables: the handler, too,
     // takes account, amount and currency from the locked order. A pipeline
     // cannot wait for a row, so there they are computed from `k` as the
     // orders were made (`postgres::OrderStock`).
-    let pipelined = path == CallbackPath::NewPipelined;
-    let account = if pipelined {
-        "md5('bench-account-' || (:k::bigint % :accounts::bigint))::uuid".to_owned()
+    let piped = path == NewPipelined;
+    let (order, account, amount, currency, hold) = if piped {
+        let account = "md5('bench-account-' || (:k::bigint % :accounts::bigint))::uuid";
+        (fresh.as_str(), account, ":amount", "'EUR'", ":amount")
     } else {
-        ":account_id".to_owned()
+        (
+            ":order_no",
+            ":account_id",
+            ":amount_cents",
+            ":currency",
+            ":hold_cents",
+        )
     };
-    let (order, amount, currency, hold) = if pipelined {
-        (fresh_order.as_str(), ":amount", "'EUR'", ":amount")
-    } else {
-        (":order_no", ":amount_cents", ":currency", ":hold_cents")
-    };
-    let general = matches!(
-        path,
-        CallbackPath::NewStatements | CallbackPath::NewPipelined
-    );
-    let binding = match sql {
-        s if s == callbacks::CHARGE_IN_ONE_SQL && path == CallbackPath::New => plain(&[
-            &callback_id,
-            &fresh_order,
-            ":event_type",
-            ":body_sha256",
-            &payment_id,
-            "NULL",
-            ":amount",
-            "'EUR'",
-        ]),
-        s if s == callbacks::CHARGE_IN_ONE_SQL && path == CallbackPath::Duplicate => plain(&[
-            &callback_id,
-            ":dup_order_no",
-            ":event_type",
-            ":body_sha256",
-            ":dup_payment_id",
-            "NULL",
-            ":dup_amount",
-            "'EUR'",
-        ]),
-        s if s == callbacks::SEEN_SQL && general => {
-            plain(&[&callback_id, &fresh_order, ":event_type", ":body_sha256"])
+    let general = matches!(path, NewStatements | NewPipelined);
+    let v = |args: &[&str]| args.iter().map(|&a| a.to_owned()).collect::<Vec<_>>();
+    let args = match sql {
+        s if s == callbacks::CHARGE_IN_ONE_SQL && path == New => {
+            v(&[&cb, &fresh, ev, sha, &pay, "NULL", ":amount", "'EUR'"])
         }
-        s if s == callbacks::SEEN_SQL && path == CallbackPath::DuplicateLookup => {
-            plain(&[&callback_id, ":dup_order_no", ":event_type", ":body_sha256"])
-        }
-        s if s == orders::LOCK_WITH_ACCOUNT_SQL && general => Binding {
-            args: vec![fresh_order.clone()],
-            gset: !pipelined,
-        },
-        s if s == callbacks::INSERT_SQL && general => plain(&[
-            &callback_id,
-            ":body_sha256",
-            ":event_type",
-            order,
-            &payment_id,
-            ":outcome",
+        s if s == callbacks::CHARGE_IN_ONE_SQL && path == Duplicate => v(&[
+            &cb, dup_order, ev, sha, dup_pay, "NULL", dup_amount, "'EUR'",
         ]),
+        s if s == callbacks::SEEN_SQL && general => v(&[&cb, &fresh, ev, sha]),
+        s if s == callbacks::SEEN_SQL && path == DuplicateLookup => v(&[&cb, dup_order, ev, sha]),
+        s if s == orders::LOCK_WITH_ACCOUNT_SQL && general => return Ok((v(&[&fresh]), !piped)),
+        s if s == callbacks::INSERT_SQL && general => v(&[&cb, sha, ev, order, &pay, ":outcome"]),
         s if s == ledger::INSERT_CHARGE_SQL && general => {
-            plain(&[&callback_id, order, &account, amount, currency, &payment_id])
+            v(&[&cb, order, account, amount, currency, &pay])
         }
-        s if s == orders::MARK_PAID_SQL && general => plain(&[order]),
-        s if s == accounts::DEDUCT_SQL && general => plain(&[&account, amount, hold]),
-        s if s == attempts::SETTLE_SQL && general => plain(&[order, "'SUCCEEDED'", &payment_id]),
-        s if s == deliveries::RECORD_SQL && general => plain(&[
-            &callback_id,
-            order,
-            ":event_type",
-            ":outcome",
-            ":http_status",
-        ]),
+        s if s == orders::MARK_PAID_SQL && general => v(&[order]),
+        s if s == accounts::DEDUCT_SQL && general => v(&[account, amount, hold]),
+        s if s == attempts::SETTLE_SQL && general => v(&[order, "'SUCCEEDED'", &pay]),
+        s if s == deliveries::RECORD_SQL && general => {
+            v(&[&cb, order, ev, ":outcome", ":http_status"])
+        }
         _ => bail!(
             "the callback handler ({path:?} path) runs a statement the benchmark does not know the \
              parameters of; describe it in tools/bench/src/pgbench.rs:\n{sql}"
         ),
     };
-    Ok(binding)
-}
-
-/// The pgbench expressions a statement's `$1..$n` are replaced with.
-pub fn bound_expressions(sql: &str, path: CallbackPath) -> anyhow::Result<Vec<String>> {
-    Ok(binding(sql, path)?.args)
+    Ok((args, false))
 }
 
 /// Replaces `$1..$n` with `args[0..n]`; every argument must be used.
@@ -186,10 +198,7 @@ fn substitute(sql: &str, args: &[String]) -> anyhow::Result<String> {
             continue;
         }
         let mut digits = String::new();
-        while let Some(&(_, d)) = chars.peek() {
-            if !d.is_ascii_digit() {
-                break;
-            }
+        while let Some(&(_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
             digits.push(d);
             chars.next();
         }
@@ -220,34 +229,44 @@ fn substitute(sql: &str, args: &[String]) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The pgbench script of one path, made from the handler's statements. With
-/// `ping`, each transaction starts with a bare Sync round trip (an empty pipeline),
-/// like the pool's health check at each checkout.
-pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
+/// The first lines of a generated script: where it comes from.
+fn header(source: &str, how: &str) -> String {
+    format!(
+        "-- Generated by tools/bench from {source}: the statements the handler runs, in its\n\
+         -- order, with $n replaced by pgbench variables{how}. Do not edit.\n"
+    )
+}
+
+/// Order `k` of the transaction, and its amount (as `postgres::order_amount`).
+const TAKE_ORDER: &str =
+    "\\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n\\set amount 1000 + :k % 1000\n";
+
+/// The pgbench script of one path, made from the handler's statements.
+pub fn script(path: CallbackPath) -> anyhow::Result<String> {
     let (statements, source) = path.sql();
-    let mut out = format!(
-        "-- Generated by the `bench` crate from {source}: the statements the callback\n\
-         -- handler runs, in its order, with $n replaced by pgbench variables{}. Do not edit.\n",
-        if path == CallbackPath::NewPipelined {
+    let pipelined = path == CallbackPath::NewPipelined;
+    let mut out = header(
+        &format!("bench::handler_sql::{source}"),
+        if pipelined {
             ", sent as one pipeline (one round trip)"
         } else {
             ""
-        }
+        },
     );
     if path.is_new() {
-        out.push_str("\\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n");
-        out.push_str("\\set amount 1000 + :k % 1000\n");
+        out.push_str(TAKE_ORDER);
     }
-    if ping {
-        out.push_str("\\startpipeline\n\\endpipeline\n");
-    }
-    if path == CallbackPath::NewPipelined {
+    if pipelined {
         out.push_str("\\startpipeline\n");
     }
     let statement = |out: &mut String, sql: &str| -> anyhow::Result<()> {
-        let binding = binding(sql, path)?;
-        out.push_str(&substitute(sql.trim(), &binding.args)?);
-        out.push_str(if binding.gset { "\n\\gset\n" } else { ";\n" });
+        let (args, gset) = binding(sql, path)?;
+        let mut text = strip_comments(sql);
+        if gset {
+            text = plain_column_names(&text);
+        }
+        out.push_str(&substitute(&text, &args)?);
+        out.push_str(if gset { "\n\\gset\n" } else { ";\n" });
         Ok(())
     };
     for sql in statements.before_tx {
@@ -260,7 +279,7 @@ pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
         }
         out.push_str("COMMIT;\n");
     }
-    if path == CallbackPath::NewPipelined {
+    if pipelined {
         out.push_str("\\endpipeline\n");
     }
     Ok(out)
@@ -269,7 +288,7 @@ pub fn script(path: CallbackPath, ping: bool) -> anyhow::Result<String> {
 /// The pgbench script of pay's database work as the handler does it in one
 /// round trip: `backend::db::attempts::START_IN_ONE_SQL` (lock order and
 /// account, insert the attempt, hold the amount) for order `k`, taken like the
-/// new-callback script's orders (`base`, `nclients`, `i`), with fresh ids.
+/// new-callback script's orders, with fresh ids.
 pub fn pay_script() -> anyhow::Result<String> {
     let args: Vec<String> = [
         "gen_random_uuid()",
@@ -280,16 +299,13 @@ pub fn pay_script() -> anyhow::Result<String> {
         "'{\"status\":\"PENDING\"}'::jsonb",
         "now()",
     ]
-    .iter()
-    .map(|&a| a.to_owned())
-    .collect();
-    let mut out =
-        "-- Generated by the `bench` crate from backend::db::attempts::START_IN_ONE_SQL: pay's\n\
-                   -- attempt and hold in one statement, as the handler runs it. Do not edit.\n\
-                   \\set k :base + :client_id + :nclients * :i\n\\set i :i + 1\n\
-                   \\set amount 1000 + :k % 1000\n"
-            .to_owned();
-    out.push_str(&substitute(attempts::START_IN_ONE_SQL.trim(), &args)?);
+    .map(str::to_owned)
+    .into();
+    let mut out = header("backend::db::attempts::START_IN_ONE_SQL", "") + TAKE_ORDER;
+    out.push_str(&substitute(
+        &strip_comments(attempts::START_IN_ONE_SQL),
+        &args,
+    )?);
     out.push_str(";\n");
     Ok(out)
 }
@@ -299,8 +315,8 @@ pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
     let mut vars = vec![
         ("event_type".to_owned(), EVENT_TYPE.to_owned()),
         ("http_status".to_owned(), "200".to_owned()),
+        ("body_sha256".to_owned(), BODY_SHA256.to_owned()),
     ];
-    vars.push(("body_sha256".into(), BODY_SHA256.into()));
     if path.is_new() {
         vars.push(("outcome".into(), Decision::Charge.outcome().as_str().into()));
     }
@@ -311,10 +327,8 @@ pub fn constants(path: CallbackPath) -> Vec<(String, String)> {
 pub struct Invocation<'a> {
     /// The script file.
     pub script: &'a Path,
-    /// `-h -p -U` of the server.
-    pub server_args: Vec<String>,
-    /// Database name.
-    pub database: &'a str,
+    /// The database's URL (pgbench takes a connection URI as its database).
+    pub database_url: &'a str,
     /// `-c`.
     pub clients: usize,
     /// `-T`, or `-t 1` per client when `None`.
@@ -326,23 +340,15 @@ pub struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
-    /// The command line, as a person would type it.
-    pub fn command_line(&self) -> Vec<String> {
+    /// Runs pgbench and reads its summary and, when logged, its per-transaction latencies.
+    pub async fn run(&self) -> anyhow::Result<Run> {
         let threads = self
             .clients
             .min(std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
         // -n: no vacuum of pgbench's own tables (there are none); -M prepared: like sqlx.
-        let mut args: Vec<String> = vec![
-            "pgbench".into(),
-            "-n".into(),
-            "-M".into(),
-            "prepared".into(),
-            "-c".into(),
-            self.clients.to_string(),
-            "-j".into(),
-            threads.to_string(),
-        ];
+        let mut args: Vec<String> = ["-n", "-M", "prepared", "-c"].map(str::to_owned).into();
+        args.extend([self.clients.to_string(), "-j".into(), threads.to_string()]);
         match self.duration {
             Some(duration) => args.extend(["-T".into(), duration.as_secs().max(1).to_string()]),
             None => args.extend(["-t".into(), "1".into()]),
@@ -354,30 +360,21 @@ impl Invocation<'_> {
             args.extend(["--log".into(), format!("--log-prefix={}", prefix.display())]);
         }
         args.extend(["-f".into(), self.script.display().to_string()]);
-        args.extend(self.server_args.iter().cloned());
-        args.push(self.database.to_owned());
-        args
-    }
-
-    /// Runs pgbench and reads its summary and, when logged, its per-transaction latencies.
-    pub async fn run(&self) -> anyhow::Result<Run> {
-        let args = self.command_line();
-        let output = Command::new(&args[0])
-            .args(&args[1..])
+        args.push(self.database_url.to_owned());
+        let output = Command::new("pgbench")
+            .args(&args)
             .kill_on_drop(true)
             .output()
             .await
             .context("cannot run pgbench (install it: apt-get install -y postgresql-client)")?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let mut run = parse_summary(&stdout, &stderr)?;
+        let mut run = parse_summary(&String::from_utf8_lossy(&output.stdout), &stderr)?;
         run.clients = self.clients;
         if !output.status.success() && run.errors == 0 {
             bail!("pgbench failed ({}):\n{stderr}", output.status);
         }
         if let Some(prefix) = &self.log_prefix {
-            let mut latencies = read_logs(prefix)?;
-            run.latency = Latency::from_micros(&mut latencies);
+            run.latency = Latency::from_micros(&mut read_logs(prefix)?);
         }
         Ok(run)
     }
@@ -385,24 +382,16 @@ impl Invocation<'_> {
 
 /// Reads `tps`, processed and failed transactions and aborted clients.
 fn parse_summary(stdout: &str, stderr: &str) -> anyhow::Result<Run> {
+    let first_number = |text: &str| text.split([' ', '/']).next()?.trim().parse::<f64>().ok();
     let mut run = Run::default();
     for line in stdout.lines() {
         if let Some(rest) = line.strip_prefix("tps = ") {
-            run.rate = rest
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse().ok())
-                .context("pgbench tps")?;
+            run.rate = first_number(rest).context("pgbench tps")?;
         } else if let Some(rest) = line.strip_prefix("number of transactions actually processed: ")
         {
-            let done = rest.split('/').next().unwrap_or(rest).trim();
-            run.ok = done.parse().context("pgbench processed count")?;
+            run.ok = first_number(rest).context("pgbench processed count")? as u64;
         } else if let Some(rest) = line.strip_prefix("number of failed transactions: ") {
-            let failed: u64 = rest
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
+            let failed = first_number(rest).unwrap_or(0.0) as u64;
             if failed > 0 {
                 run.errors += failed;
                 run.error_kinds.insert("failed transactions".into(), failed);
@@ -413,37 +402,38 @@ fn parse_summary(stdout: &str, stderr: &str) -> anyhow::Result<Run> {
         .lines()
         .filter(|line| line.contains("aborted in command"))
         .collect();
-    if !aborted.is_empty() {
+    if let Some(first) = aborted.first() {
         run.errors += aborted.len() as u64;
-        let first = aborted[0]
-            .split("ERROR:")
-            .nth(1)
-            .unwrap_or(aborted[0])
-            .trim();
+        let why = first.split("ERROR:").nth(1).unwrap_or(first).trim();
         run.error_kinds
-            .insert(format!("aborted clients ({first})"), aborted.len() as u64);
+            .insert(format!("aborted clients ({why})"), aborted.len() as u64);
     }
     Ok(run)
 }
 
-/// Latencies (µs) from pgbench's per-transaction logs `<prefix>.<pid>[.<thread>]`.
+/// Latencies (µs) from pgbench's per-transaction logs `<prefix>.<pid>[.<thread>]`,
+/// which it removes.
 fn read_logs(prefix: &Path) -> anyhow::Result<Vec<u64>> {
     let dir = prefix.parent().context("log prefix has no directory")?;
-    let stem = prefix
-        .file_name()
-        .and_then(|n| n.to_str())
-        .context("log prefix is not UTF-8")?
-        .to_owned();
+    let stem = format!(
+        "{}.",
+        prefix
+            .file_name()
+            .and_then(|n| n.to_str())
+            .context("log prefix is not UTF-8")?
+    );
     let mut latencies = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.starts_with(&format!("{stem}.")) {
+        if !entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&stem))
+        {
             continue;
         }
-        let text = std::fs::read_to_string(entry.path())?;
         // client_id transaction_no time script_no time_epoch time_us: time is the latency in µs.
+        let text = std::fs::read_to_string(entry.path())?;
         latencies.extend(
             text.lines()
                 .filter_map(|line| line.split_whitespace().nth(2)?.parse::<u64>().ok()),
@@ -456,59 +446,73 @@ fn read_logs(prefix: &Path) -> anyhow::Result<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use CallbackPath::*;
 
     #[test]
-    fn the_general_path_script_replays_every_statement_in_order() -> anyhow::Result<()> {
-        let script = script(CallbackPath::NewStatements, false)?;
-        assert!(script.contains("BEGIN;"));
-        assert!(script.trim_end().ends_with("COMMIT;"));
-        let mut at = 0;
-        for sql in GENERAL_CHARGE_SQL.statements() {
-            let head: String = sql.split('$').next().unwrap_or(sql).to_owned();
-            let found = script[at..]
-                .find(head.trim())
-                .with_context(|| format!("missing or out of order: {sql}"))?;
-            at += found;
-        }
-        let sql: Vec<&str> = script.lines().filter(|l| !l.starts_with("--")).collect();
-        assert!(
-            sql.iter().all(|line| !line.contains('$')),
-            "every $n is replaced:\n{script}"
+    fn comments_go_and_string_literals_keep_theirs() {
+        let sql = "-- why this statement\nSELECT '--x', \"a--b\", $1 -- why this value\n\
+                   FROM t /* a /* nested */ note */ WHERE s = 'it''s -- still text';\n";
+        assert_eq!(
+            strip_comments(sql),
+            "SELECT '--x', \"a--b\", $1 \nFROM t   WHERE s = 'it''s -- still text'"
         );
-        assert!(script.contains("\\gset"));
-        Ok(())
     }
 
     #[test]
-    fn every_script_replaces_every_parameter() -> anyhow::Result<()> {
-        for path in [
-            CallbackPath::New,
-            CallbackPath::NewStatements,
-            CallbackPath::NewPipelined,
-            CallbackPath::Duplicate,
-            CallbackPath::DuplicateLookup,
-        ] {
-            let text = script(path, false)?;
-            let sql: Vec<&str> = text.lines().filter(|l| !l.starts_with("--")).collect();
+    fn the_product_statements_read_as_they_are_written() {
+        let paths = [New, NewStatements, Duplicate, DuplicateLookup];
+        let all = paths
+            .iter()
+            .flat_map(|path| path.sql().0.statements().collect::<Vec<_>>());
+        for sql in all.chain([attempts::START_IN_ONE_SQL]) {
+            let stripped = strip_comments(sql);
+            if !sql.contains("--") && !sql.contains("/*") {
+                assert_eq!(stripped, sql.trim_end(), "changed:\n{sql}");
+            }
+            let commented = format!("-- Why.\n{stripped} -- and why\n/* a note */;\n");
+            assert_eq!(strip_comments(&commented).trim_end(), stripped);
+        }
+        let lock = strip_comments(orders::LOCK_WITH_ACCOUNT_SQL);
+        assert_eq!(plain_column_names(&lock), lock);
+        assert_eq!(
+            plain_column_names(
+                "SELECT s AS \"status: OrderStatus\", t AS \"total!\", \"Mixed Case\""
+            ),
+            "SELECT s AS status, t AS total, \"Mixed Case\""
+        );
+    }
+
+    #[test]
+    fn every_script_replays_its_statements_with_every_parameter_bound() -> anyhow::Result<()> {
+        for path in [New, NewStatements, NewPipelined, Duplicate, DuplicateLookup] {
+            let text = script(path)?;
+            let mut at = 0;
+            for sql in path.sql().0.statements() {
+                let sql = strip_comments(sql);
+                let head = sql.split(['$', '"']).next().unwrap_or_default().trim();
+                at += text[at..]
+                    .find(head)
+                    .with_context(|| format!("{path:?} lacks: {sql}"))?;
+            }
+            let sql_lines = text.lines().filter(|l| !l.starts_with("--"));
             assert!(
-                sql.iter().all(|line| !line.contains('$')),
+                sql_lines.clone().all(|l| !l.contains('$')),
                 "{path:?}:\n{text}"
             );
+            assert_eq!(
+                text.contains("\\gset"),
+                path == NewStatements,
+                "{path:?}: a pipeline cannot wait for a row"
+            );
+            assert_eq!(
+                text.contains("BEGIN;"),
+                path == NewStatements || path == NewPipelined
+            );
+            assert_eq!(text.contains(":dup_callback_id"), !path.is_new());
         }
-        let pipelined = script(CallbackPath::NewPipelined, false)?;
-        assert!(pipelined.contains("\\startpipeline") && pipelined.contains("\\endpipeline"));
         assert!(
-            !pipelined.contains("\\gset"),
-            "a pipeline cannot wait for a row"
-        );
-        let one = script(CallbackPath::New, false)?;
-        assert!(
-            !one.contains("BEGIN;"),
-            "the handler's new callback is one statement"
-        );
-        let pay = pay_script()?;
-        assert!(
-            pay.lines()
+            pay_script()?
+                .lines()
                 .filter(|l| !l.starts_with("--"))
                 .all(|l| !l.contains('$'))
         );
@@ -516,26 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn the_duplicate_script_uses_the_fixed_callback_id() -> anyhow::Result<()> {
-        let script = script(CallbackPath::Duplicate, false)?;
-        assert!(script.contains(":dup_callback_id"));
-        assert!(!script.contains(":k"));
-        Ok(())
-    }
-
-    #[test]
-    fn the_ping_is_an_empty_pipeline_before_the_first_statement() -> anyhow::Result<()> {
-        let script = script(CallbackPath::NewStatements, true)?;
-        let ping = script
-            .find("\\startpipeline\n\\endpipeline")
-            .context("ping")?;
-        let first = script.find("WITH seen").context("first statement")?;
-        assert!(ping < first);
-        Ok(())
-    }
-
-    #[test]
-    fn a_statement_with_more_parameters_than_known_is_refused() {
+    fn a_changed_statement_is_refused() {
         let args = vec![":a".to_owned()];
         assert!(substitute("SELECT $1, $2", &args).is_err());
         assert!(substitute("SELECT 1", &args).is_err());
@@ -543,11 +528,7 @@ mod tests {
             substitute("SELECT $1 + $1", &args).ok().as_deref(),
             Some("SELECT :a + :a")
         );
-    }
-
-    #[test]
-    fn an_unknown_statement_is_refused() {
-        assert!(binding("SELECT 1", CallbackPath::New).is_err());
+        assert!(binding("SELECT 1", New).is_err());
     }
 
     #[test]
@@ -557,9 +538,7 @@ mod tests {
                       tps = 119.5 (without initial connection time)\n";
         let stderr = "pgbench: error: client 3 script 0 aborted in command 4 query 0: ERROR:  insert or update violates\n";
         let run = parse_summary(stdout, stderr)?;
-        assert_eq!(run.ok, 1200);
-        assert_eq!(run.rate, 119.5);
-        assert_eq!(run.errors, 1);
+        assert_eq!((run.ok, run.rate, run.errors), (1200, 119.5, 1));
         Ok(())
     }
 }

@@ -1,7 +1,6 @@
 //! Latency percentiles and the figures of one measured run.
 
 use crate::cpu::CpuUse;
-use crate::postgres::WalUse;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,26 +12,16 @@ pub struct Latency {
     pub p50_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
-    /// Arithmetic mean.
-    pub mean_ms: f64,
-    /// Slowest.
-    pub max_ms: f64,
 }
 
 impl Latency {
     /// Summarises latencies given in microseconds (sorts them in place).
     pub fn from_micros(latencies: &mut [u64]) -> Self {
-        if latencies.is_empty() {
-            return Self::default();
-        }
         latencies.sort_unstable();
-        let ms = |us: u64| us as f64 / 1000.0;
-        let sum: u128 = latencies.iter().map(|&us| u128::from(us)).sum();
+        let ms = |p| percentile(latencies, p) as f64 / 1000.0;
         Self {
-            p50_ms: ms(percentile(latencies, 50.0)),
-            p99_ms: ms(percentile(latencies, 99.0)),
-            mean_ms: sum as f64 / latencies.len() as f64 / 1000.0,
-            max_ms: ms(latencies[latencies.len() - 1]),
+            p50_ms: ms(50.0),
+            p99_ms: ms(99.0),
         }
     }
 }
@@ -64,8 +53,6 @@ pub struct Run {
     pub latency: Latency,
     /// Where the CPU went while it ran (steady part of the window).
     pub cpu: Option<CpuUse>,
-    /// The WAL it wrote (steady part of the window).
-    pub wal: Option<WalUse>,
 }
 
 impl Run {
@@ -78,19 +65,11 @@ impl Run {
         }
     }
 
-    /// Per successful operation: (WAL bytes, WAL syncs), over the WAL window.
-    pub fn wal_per_op(&self) -> Option<(f64, f64)> {
-        let wal = self.wal.as_ref()?;
-        let ops = self.rate * wal.window_s;
-        (ops > 0.0).then(|| (wal.bytes / ops, wal.syncs / ops))
-    }
-
     /// One progress line.
     pub fn line(&self, label: &str, unit: &str) -> String {
         let noise = self
             .cpu
-            .as_ref()
-            .map(|cpu| format!("  [others used {:.2} cores]", cpu.other_cores))
+            .map(|cpu| format!("  [others used {:.2} cores]", cpu.noise_cores()))
             .unwrap_or_default();
         let errors = if self.errors == 0 {
             "0 errors".to_owned()
@@ -111,9 +90,7 @@ pub const NOISY_CORES: f64 = 0.25;
 impl Run {
     /// True when other processes took more than [`NOISY_CORES`] during the run.
     pub fn noisy(&self) -> bool {
-        self.cpu
-            .as_ref()
-            .is_some_and(|cpu| cpu.other_cores + cpu.steal_cores > NOISY_CORES)
+        self.cpu.is_some_and(|cpu| cpu.noise_cores() > NOISY_CORES)
     }
 }
 
@@ -181,12 +158,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_use_the_nearest_rank() {
+    fn percentiles_use_the_nearest_rank_in_milliseconds() {
         let sorted: Vec<u64> = (1..=100).collect();
         assert_eq!(percentile(&sorted, 50.0), 50);
         assert_eq!(percentile(&sorted, 99.0), 99);
-        assert_eq!(percentile(&sorted, 100.0), 100);
         assert_eq!(percentile(&[7], 99.0), 7);
+        let latency = Latency::from_micros(&mut [3000, 1000, 2000]);
+        assert_eq!((latency.p50_ms, latency.p99_ms), (2.0, 3.0));
     }
 
     #[test]
@@ -204,39 +182,16 @@ mod tests {
             .map(|r| r.ratio)
             .collect();
         assert_eq!(ratios, vec![3.0, 1.0, 0.5]);
-        assert_eq!(median(&[3.0, 1.0, 0.5]), Some(1.0));
+        assert_eq!(median(&ratios), Some(1.0));
     }
 
     #[test]
     fn noisy_rounds_are_left_out_of_the_median_when_a_quiet_one_exists() {
-        let ratios = [
-            RoundRatio {
-                ratio: 0.9,
-                noisy: false,
-            },
-            RoundRatio {
-                ratio: 0.4,
-                noisy: true,
-            },
-            RoundRatio {
-                ratio: 0.8,
-                noisy: false,
-            },
-        ];
-        assert_eq!(quiet_median(&ratios), Some(0.8));
-        let all_noisy = [RoundRatio {
-            ratio: 0.4,
-            noisy: true,
-        }];
-        assert_eq!(quiet_median(&all_noisy), Some(0.4));
-    }
-
-    #[test]
-    fn latency_is_reported_in_milliseconds() {
-        let mut micros = vec![3000, 1000, 2000];
-        let latency = Latency::from_micros(&mut micros);
-        assert_eq!(latency.p50_ms, 2.0);
-        assert_eq!(latency.max_ms, 3.0);
-        assert_eq!(latency.mean_ms, 2.0);
+        let r = |ratio, noisy| RoundRatio { ratio, noisy };
+        assert_eq!(
+            quiet_median(&[r(0.9, false), r(0.4, true), r(0.8, false)]),
+            Some(0.8)
+        );
+        assert_eq!(quiet_median(&[r(0.4, true)]), Some(0.4));
     }
 }

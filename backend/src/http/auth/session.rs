@@ -88,9 +88,9 @@ const LOAD_SQL: &str =
 /// signed-in request makes runs on a connection of [`WarmConnections`]. The
 /// pool gives each connection back through a second round trip to PostgreSQL
 /// (sqlx's ping, [`crate::db::warm`]), as many round trips as the load's one
-/// short `SELECT` (docs/BENCHMARKS.md, "Issue 15, twelfth pass", measures what
-/// keeping the connection saved). Creating, saving and deleting a session,
-/// rarer, go through the library's store unchanged.
+/// short `SELECT` (docs/BENCHMARKS.md, "What each design choice bought",
+/// measures what keeping the connection saved). Creating, saving and deleting
+/// a session, rarer, go through the library's store unchanged.
 #[derive(Clone, Debug)]
 pub struct Sessions {
     store: PostgresStore,
