@@ -238,13 +238,7 @@ pub async fn lock_with_account(
     db: impl PgExecutor<'_>,
     order_no: &str,
 ) -> sqlx::Result<Option<LockedOrder>> {
-    // The one unchecked macro: the benchmark's pgbench `\gset`s this row into
-    // variables named after its columns, and pgbench refuses a name such as
-    // `status: OrderStatus`, so the statement cannot carry sqlx's type overrides.
-    // The SQL and the column names are still checked at compile time (each
-    // column must name a field of `LockedOrder`); the field types are checked
-    // when the row is decoded, on every callback the tests send.
-    sqlx::query_file_as_unchecked!(
+    sqlx::query_file_as!(
         LockedOrder,
         "sql/callback/lock_order_with_account.sql",
         order_no
