@@ -1,0 +1,89 @@
+//! Automatic refunds: the money the checkout could not book, given back, as
+//! the database records them.
+
+use super::TestApp;
+use api_types::api::Order;
+use std::time::Duration;
+
+impl TestApp {
+    /// The automatic refunds of an order, waiting (up to 20 s) until none is
+    /// PENDING: the platform accepted and settled each, or refused it.
+    pub async fn settled_automatic_refunds(&self, order_no: &str) -> Vec<AutomaticRefund> {
+        self.automatic_refunds_once(order_no, "status <> 'PENDING'")
+            .await
+    }
+
+    /// The automatic refunds of an order, waiting (up to 20 s) until the
+    /// platform accepted (or refused) each: for apps whose platform posts no
+    /// callbacks, where a refund stays PENDING until the query asks.
+    pub async fn handed_over_automatic_refunds(&self, order_no: &str) -> Vec<AutomaticRefund> {
+        self.automatic_refunds_once(order_no, "status <> 'PENDING' OR submitted_at IS NOT NULL")
+            .await
+    }
+
+    async fn automatic_refunds_once(&self, order_no: &str, done: &str) -> Vec<AutomaticRefund> {
+        let started = std::time::Instant::now();
+        loop {
+            let refunds: Vec<AutomaticRefund> = sqlx::query_as(&format!(
+                "SELECT platform_payment_id, amount_cents, status, failure_reason, ({done}) AS done
+                 FROM refunds WHERE order_no = $1 AND requested_by = 'automatic' ORDER BY created_at"
+            ))
+            .bind(order_no)
+            .fetch_all(&self.db)
+            .await
+            .expect("automatic refunds");
+            if refunds.iter().all(|refund| refund.done) {
+                return refunds;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "automatic refunds still pending: {refunds:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Checks that the unbookable success of `platform_payment_id` started
+    /// exactly one automatic refund of the order's amount, and that once the
+    /// platform accepted or refused it the order's anomalies are `cause` (as often as it was delivered
+    /// under its own callback ids) followed by `REFUND_FAILED` exactly when the
+    /// platform refused or failed the refund. Returns the refund.
+    pub async fn assert_given_back_once(
+        &self,
+        order: &Order,
+        platform_payment_id: &str,
+        cause: &[&str],
+    ) -> AutomaticRefund {
+        let refunds = self.handed_over_automatic_refunds(&order.order_no).await;
+        let [refund] = refunds.as_slice() else {
+            panic!("expected one automatic refund, found {refunds:?}");
+        };
+        assert_eq!(refund.platform_payment_id, platform_payment_id);
+        assert_eq!(refund.amount_cents, order.amount_cents);
+        let mut expected: Vec<String> = cause.iter().map(|&kind| kind.to_owned()).collect();
+        if refund.status == "FAILED" {
+            expected.push("REFUND_FAILED".into());
+        }
+        let mut anomalies = self.anomalies(&order.order_no).await;
+        anomalies.sort();
+        expected.sort();
+        assert_eq!(anomalies, expected, "{refund:?}");
+        refund.clone()
+    }
+}
+
+/// An automatic refund as the database has it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AutomaticRefund {
+    /// The platform payment it gives back.
+    pub platform_payment_id: String,
+    /// How much.
+    pub amount_cents: i64,
+    /// PENDING, SUCCEEDED or FAILED.
+    pub status: String,
+    /// The platform's refusal, when it refused it outright.
+    pub failure_reason: Option<String>,
+    /// Whether it got as far as the caller waits for.
+    #[sqlx(default)]
+    pub done: bool,
+}
