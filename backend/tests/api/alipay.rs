@@ -5,10 +5,9 @@
 //! key over the sorted parameters without `sign` and `sign_type`.
 
 use crate::helpers::{
-    TestApp, calls_identifying_us, platform_keys, serve_platform_sim, silent_platform,
-    spawn_app_with,
+    TestApp, calls_identifying_us, platform_keys, post_refund, serve_platform_sim, silent_platform,
+    spawn_app_with, wait_until_refunds_settle,
 };
-use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{AlipayConfig, Config, PlatformKind};

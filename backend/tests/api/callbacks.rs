@@ -635,9 +635,3 @@ async fn a_failure_for_a_paid_order_is_flagged_only_when_it_names_its_payment() 
     assert_eq!(app.anomalies(&order.order_no).await, ["FAILURE_AFTER_PAID"]);
     app.assert_invariants().await;
 }
-
-impl TestApp {
-    pub(crate) async fn post_callback_owned(&self, id: String, body: String) -> StatusCode {
-        self.post_callback(&id, &body).await.status()
-    }
-}

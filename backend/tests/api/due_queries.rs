@@ -7,6 +7,7 @@
 //! These run on a migrated database with no backend, so no worker claims the
 //! rows first.
 
+use crate::helpers::seeds::{Times, account, attempt, database_with_pool, never_queried, queried};
 use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES, MARK_SUBMITTED_SQL};
 use backend::db::refunds::{self, CLAIM_DUE_REFUND_SQL};
 use sqlx::PgPool;
@@ -18,85 +19,6 @@ const AFTER: f64 = 60.0;
 
 async fn database() -> (TestDatabase, PgPool) {
     database_with_pool(8).await
-}
-
-/// A fresh migrated database behind a pool of `connections`.
-pub(crate) async fn database_with_pool(connections: u32) -> (TestDatabase, PgPool) {
-    let database = TestDatabase::new("checkout_test");
-    let db = backend::startup::connect_and_migrate(&database.url(), connections)
-        .await
-        .expect("migrate");
-    (database, db)
-}
-
-/// When an attempt was made, handed over and is next to be queried, in
-/// seconds from now (negative: in the past).
-#[derive(Clone, Copy)]
-pub(crate) struct Times {
-    created: i64,
-    submitted: Option<i64>,
-    next_query: Option<i64>,
-}
-
-/// An account, a PENDING order (PAID with `status` final) and its attempt with
-/// `times` and `status`; returns the order number.
-pub(crate) async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
-    let account_id = Uuid::new_v4();
-    let order_no = format!("due_{name}");
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 10000, 10000, 'EUR', CASE WHEN $2 = 'SUCCEEDED' THEN 0 ELSE 500 END)",
-    )
-    .bind(account_id)
-    .bind(status)
-    .execute(db)
-    .await
-    .expect("account");
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
-         VALUES ($1, $2, 500, 'EUR', CASE WHEN $3 = 'SUCCEEDED' THEN 'PAID' ELSE 'PENDING' END,
-                 now() + interval '1 day', CASE WHEN $3 = 'SUCCEEDED' THEN now() END)",
-    )
-    .bind(&order_no)
-    .bind(account_id)
-    .bind(status)
-    .execute(db)
-    .await
-    .expect("order");
-    sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
-                                       response_status, response_body, status, created_at,
-                                       submitted_at, next_query_at)
-         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}', $4, now() + make_interval(secs => $5),
-                 now() + make_interval(secs => $6), now() + make_interval(secs => $7))",
-    )
-    .bind(Uuid::new_v4())
-    .bind(Uuid::new_v4())
-    .bind(&order_no)
-    .bind(status)
-    .bind(times.created as f64)
-    .bind(times.submitted.map(|s| s as f64))
-    .bind(times.next_query.map(|s| s as f64))
-    .execute(db)
-    .await
-    .expect("attempt");
-    order_no
-}
-
-pub(crate) fn never_queried(created: i64, submitted: Option<i64>) -> Times {
-    Times {
-        created,
-        submitted,
-        next_query: None,
-    }
-}
-
-fn queried(next_query: i64) -> Times {
-    Times {
-        created: -1_000,
-        submitted: Some(-999),
-        next_query: Some(next_query),
-    }
 }
 
 /// Claims in a transaction of its own, which keeps the claimed order locked until dropped.
@@ -192,15 +114,7 @@ fn sum_over_nodes(plan: &serde_json::Value, figure: &dyn Fn(&serde_json::Value) 
 /// One account with 20,005 orders `flight_1` ... `flight_20005`, PENDING, or
 /// PAID with `paid`: the orders of the work in flight below.
 async fn orders_in_flight(db: &PgPool, paid: bool) {
-    let account_id = Uuid::new_v4();
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 100000000, 100000000, 'EUR', 0)",
-    )
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("account");
+    let account_id = account(db, 100_000_000, 0).await;
     sqlx::query(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
          SELECT 'flight_' || k, $1, 100, 'EUR', CASE WHEN $2 THEN 'PAID' ELSE 'PENDING' END,
@@ -266,17 +180,9 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
 /// next to be queried at `times`, or a SUCCEEDED one with `settled`; returns
 /// the refund number.
 async fn refund(db: &PgPool, name: &str, times: Times, settled: bool) -> String {
-    let account_id = Uuid::new_v4();
+    let account_id = account(db, 10_000, 0).await;
     let order_no = format!("due_refund_{name}");
     let refund_no = format!("rf_{name}");
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 10000, 10000, 'EUR', 0)",
-    )
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("account");
     sqlx::query(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
          VALUES ($1, $2, 500, 'EUR', 'PAID', now() + interval '1 day', now())",

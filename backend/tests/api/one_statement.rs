@@ -350,7 +350,7 @@ async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_ev
     // A database with no backend beside it: a running app's workers (the
     // refund dispatcher handing over an automatic refund, say) would change
     // one twin's rows between its callback and the comparison.
-    let (_database, db) = crate::due_queries::database_with_pool(16).await;
+    let (_database, db) = crate::helpers::seeds::database_with_pool(16).await;
     let seen = SeenCallbacks::new(db.clone());
     // The handler's connections are kept between its statements, as in the app.
     let warm = WarmConnections::new(db.clone(), 4);

@@ -6,10 +6,9 @@
 //! activity.
 
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, spawn_app_with, spawn_app_without_callbacks,
-    success_body,
+    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, post_refund, spawn_app_with,
+    spawn_app_without_callbacks, success_body,
 };
-use crate::refunds::post_refund;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};

@@ -285,7 +285,7 @@ async fn run_case(
 async fn pays_one_statement_and_its_general_transaction_agree_on_every_case() {
     // A database with no backend beside it: its workers (expiry, the
     // dispatcher) would change one twin's rows between its pay and the comparison.
-    let (_database, db) = crate::due_queries::database_with_pool(16).await;
+    let (_database, db) = crate::helpers::seeds::database_with_pool(16).await;
     let warm = WarmConnections::new(db.clone(), 4);
     let all = cases();
     let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())

@@ -4,8 +4,9 @@
 //! anomaly, a second run stores nothing, the daily worker reconciles
 //! yesterday, and `backend reconcile` as a process refuses what it must.
 
-use crate::helpers::{ADMIN_TOKEN, TestApp, spawn_app_with, start_platform};
-use crate::refunds::{post_refund, wait_until_refunds_settle};
+use crate::helpers::{
+    ADMIN_TOKEN, TestApp, post_refund, spawn_app_with, start_platform, wait_until_refunds_settle,
+};
 use api_types::api::{Order, Reconciliation};
 use api_types::{OrderStatus, ReconClass};
 use backend::config::PlatformKind;

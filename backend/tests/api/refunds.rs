@@ -3,89 +3,22 @@
 //! concurrency, and refund callbacks delivered many times crediting once.
 
 use crate::helpers::{
-    ADMIN_TOKEN, MERCHANT_KEY, TestApp, spawn_app, spawn_app_paying_through, spawn_app_with,
+    ADMIN_TOKEN, MERCHANT_KEY, count, post_refund, refunds_of, spawn_app, spawn_app_paying_through,
+    spawn_app_with, wait_until_refunds_settle,
 };
 use api_types::OrderStatus;
-use api_types::api::{Order, Refund};
+use api_types::api::Refund;
 use futures::future::join_all;
 use platform_sim::{Chaos, Redeliver};
-use reqwest::{Response, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uuid::Uuid;
-
-/// `POST /api/merchant/orders/{order_no}/refunds` with this key (none when `None`).
-pub(crate) async fn post_refund(
-    app: &TestApp,
-    order_no: &str,
-    key: Option<&str>,
-    body: &Value,
-) -> Response {
-    let mut request = app
-        .http
-        .post(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
-        .bearer_auth(MERCHANT_KEY)
-        .json(body);
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    request.send().await.expect("request sent")
-}
-
-pub(crate) async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
-    let response = app
-        .http
-        .get(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
-        .bearer_auth(MERCHANT_KEY)
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.expect("refunds")
-}
-
-/// Waits until no refund of the order is PENDING.
-pub(crate) async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund> {
-    let started = Instant::now();
-    loop {
-        let refunds = refunds_of(app, order_no).await;
-        if refunds
-            .iter()
-            .all(|r| r.status != api_types::RefundStatus::Pending)
-        {
-            return refunds;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "refunds still pending: {refunds:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// A shopper with `balance`, and a PAID order of `amount` (charged by the sandbox).
-pub(crate) async fn paid_order(
-    app: &TestApp,
-    balance: i64,
-    amount: i64,
-) -> (crate::helpers::Account, Order) {
-    let (account, order) = app.account_with_order(balance, amount).await;
-    let paid = app.pay_until_final(&order.order_no).await;
-    assert_eq!(paid.status, OrderStatus::Paid);
-    (account, paid)
-}
-
-pub(crate) async fn count(app: &TestApp, sql: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .fetch_one(&app.db)
-        .await
-        .expect("count")
-}
 
 #[tokio::test]
 async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_ends_refunded() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
 
     let first = post_refund(
         &app,
@@ -153,7 +86,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
 #[tokio::test]
 async fn a_refund_key_replays_its_answer_refuses_another_body_and_is_required() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let key = Uuid::new_v4().to_string();
     let body = json!({"amount_cents": 500, "reason": "late delivery"});
 
@@ -196,7 +129,7 @@ async fn a_refund_key_replays_its_answer_refuses_another_body_and_is_required() 
 #[tokio::test]
 async fn bad_refund_requests_are_refused_and_change_nothing() {
     let app = spawn_app().await;
-    let (_, paid) = paid_order(&app, 10_000, 2_500).await;
+    let (_, paid) = app.paid_order(10_000, 2_500).await;
     let unpaid = app
         .create_order(&app.create_account(1_000, "EUR").await, 700)
         .await;
@@ -266,7 +199,7 @@ async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothi
     // refund_reserved_cents + amount once overflowed in SQL: a 500 instead
     // of REFUND_EXCEEDS_CHARGE.
     let app = spawn_app().await;
-    let (_, paid) = paid_order(&app, 10_000, 2_500).await;
+    let (_, paid) = app.paid_order(10_000, 2_500).await;
     let partial = post_refund(
         &app,
         &paid.order_no,
@@ -312,7 +245,7 @@ async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothi
 #[tokio::test]
 async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_credit() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let key = Uuid::new_v4().to_string();
     let body = json!({"amount_cents": 2_500, "reason": "cancelled"});
 
@@ -345,7 +278,7 @@ async fn a_hundred_refunds_of_10_on_a_charge_of_100_accept_exactly_10() {
     // within it would make the order REFUNDED, and a late request would then
     // be refused as ORDER_NOT_REFUNDABLE (409) instead of over the amount (422).
     let app = spawn_app_with(|c| c.sandbox_callback_delay_ms = 3_000).await;
-    let (account, order) = paid_order(&app, 1_000, 100).await;
+    let (account, order) = app.paid_order(1_000, 100).await;
     let body = json!({"amount_cents": 10, "reason": "part"});
 
     let answers = join_all((0..100).map(|_| {
@@ -378,7 +311,7 @@ async fn a_hundred_refunds_of_10_on_a_charge_of_100_accept_exactly_10() {
 #[tokio::test]
 async fn a_refund_the_platform_refuses_frees_its_amount_for_another() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     // The sandbox refuses amounts ending in 13 minor units.
     let refused = post_refund(
         &app,
@@ -429,7 +362,7 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
         |_| {},
     )
     .await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
 
     let response = post_refund(
         &app,
@@ -460,7 +393,7 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
 #[tokio::test]
 async fn the_operator_refunds_under_the_admin_token_with_the_same_rules() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let path = format!("/api/admin/orders/{}/refunds", order.order_no);
     let response = app
         .http
@@ -513,7 +446,7 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
     )
     .await;
     // The payment too is settled by the query: no callback ever comes.
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let response = post_refund(
         &app,
         &order.order_no,

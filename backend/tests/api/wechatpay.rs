@@ -5,10 +5,9 @@
 //! resource is AES-256-GCM encrypted with the APIv3 key.
 
 use crate::helpers::{
-    TestApp, calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim,
-    silent_platform, spawn_app_with,
+    TestApp, calls_identifying_us, our_user_agent, platform_keys, post_refund, serve_platform_sim,
+    silent_platform, spawn_app_with, wait_until_refunds_settle,
 };
-use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{Config, PlatformKind, WechatPayConfig};

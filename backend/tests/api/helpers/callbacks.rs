@@ -2,7 +2,7 @@
 //! secret (or with any headers) and posted to `/api/payments/callback`.
 
 use super::{Payment, TestApp};
-use reqwest::Response;
+use reqwest::{Response, StatusCode};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -20,6 +20,12 @@ impl TestApp {
             &signed.signature,
         )
         .await
+    }
+
+    /// [`TestApp::post_callback`] with owned arguments, for deliveries built in
+    /// an iterator and sent all at once; the status.
+    pub async fn post_callback_owned(&self, id: String, body: String) -> StatusCode {
+        self.post_callback(&id, &body).await.status()
     }
 
     /// Posts a callback with exactly these signature headers.

@@ -4,6 +4,14 @@
 use super::{Account, TestApp};
 use backend::invariants;
 
+/// The one `bigint` that `sql` selects: a count, or any figure of one row.
+pub async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(&app.db)
+        .await
+        .expect("count")
+}
+
 impl TestApp {
     /// The current balance of an account, read from the database.
     pub async fn balance(&self, account: &Account) -> i64 {

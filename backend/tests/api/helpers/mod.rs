@@ -7,8 +7,9 @@
 //! does with it: [`shoppers`] (accounts and sessions), [`orders`], [`tokens`]
 //! (request tokens, also as Redis holds them), [`paying`], [`callbacks`]
 //! (signed platform results), [`refunds`] (the automatic ones), [`platform`]
-//! (a `platform-sim` behind the app) and [`db`] (rows read straight from the
-//! test's database).
+//! (a `platform-sim` behind the app), [`db`] (rows read straight from the
+//! test's database), [`scenarios`] (the set-ups many tests start from) and
+//! [`seeds`] (rows written into a database no backend runs on).
 
 mod callbacks;
 mod db;
@@ -16,17 +17,19 @@ mod orders;
 mod paying;
 mod platform;
 mod refunds;
+mod scenarios;
+pub mod seeds;
 mod shoppers;
 mod tokens;
 
 pub use callbacks::{callback_body, new_callback_id, success_body};
-pub use db::Snapshot;
+pub use db::{Snapshot, count};
 pub use paying::Payment;
 pub use platform::{
     calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim, silent_platform,
     spawn_app_paying_through, start_platform,
 };
-pub use refunds::AutomaticRefund;
+pub use refunds::{AutomaticRefund, post_refund, refunds_of, wait_until_refunds_settle};
 pub use shoppers::{Account, PASSWORD};
 pub use tokens::takeable;
 

@@ -1,9 +1,62 @@
-//! Automatic refunds: the money the checkout could not book, given back, as
-//! the database records them.
+//! Refunds: the merchant's refund API (asked for, listed, waited on until
+//! settled) and the automatic ones, the money the checkout could not book
+//! given back, as the database records them.
 
-use super::TestApp;
-use api_types::api::Order;
-use std::time::Duration;
+use super::{MERCHANT_KEY, TestApp};
+use api_types::api::{Order, Refund};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// `POST /api/merchant/orders/{order_no}/refunds` with this key (none when `None`).
+pub async fn post_refund(
+    app: &TestApp,
+    order_no: &str,
+    key: Option<&str>,
+    body: &Value,
+) -> Response {
+    let mut request = app
+        .http
+        .post(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
+        .bearer_auth(MERCHANT_KEY)
+        .json(body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    request.send().await.expect("request sent")
+}
+
+/// The order's refunds as the merchant lists them, oldest first.
+pub async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
+    let response = app
+        .http
+        .get(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
+        .bearer_auth(MERCHANT_KEY)
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.expect("refunds")
+}
+
+/// Waits (up to 20 s) until no refund of the order is PENDING.
+pub async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund> {
+    let started = Instant::now();
+    loop {
+        let refunds = refunds_of(app, order_no).await;
+        if refunds
+            .iter()
+            .all(|r| r.status != api_types::RefundStatus::Pending)
+        {
+            return refunds;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "refunds still pending: {refunds:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 impl TestApp {
     /// The automatic refunds of an order, waiting (up to 20 s) until none is
