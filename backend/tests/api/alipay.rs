@@ -5,7 +5,7 @@
 //! key over the sorted parameters without `sign` and `sign_type`.
 
 use crate::helpers::{
-    TestApp, calls_identifying_us, platform_keys, post_refund, serve_platform_sim, silent_platform,
+    TestApp, calls_identifying_us, platform_keys, serve_platform_sim, silent_platform,
     spawn_app_with, wait_until_refunds_settle,
 };
 use api_types::api::Order;
@@ -19,7 +19,6 @@ use platform_protocols::keys::{self, PrivateKey};
 use platform_protocols::money::Yuan;
 use platform_sim::AlipayConfig as SimAlipay;
 use reqwest::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -584,15 +583,9 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
     // Two refunds, one after the other: the second's notification carries
     // the trade's refunded total (8.00), which is still the 3.00 refund.
     for (amount, credited) in [(500, 500), (300, 800)] {
-        let answer = post_refund(
-            &app,
-            &order.order_no,
-            Some(&Uuid::new_v4().to_string()),
-            &json!({"amount_cents": amount, "reason": "an item returned"}),
-        )
-        .await;
-        assert_eq!(answer.status(), StatusCode::ACCEPTED);
-        let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+        let refunds = app
+            .refund_settled(&order.order_no, amount, "an item returned")
+            .await;
         assert!(
             refunds
                 .iter()

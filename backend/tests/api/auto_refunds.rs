@@ -8,8 +8,8 @@
 //! hand-over's answer is booked once.
 
 use crate::helpers::{
-    AutomaticRefund, Payment, TestApp, count, new_callback_id, post_refund,
-    spawn_app_paying_through, spawn_app_without_callbacks, success_body, wait_until_refunds_settle,
+    AutomaticRefund, Payment, TestApp, count, new_callback_id, spawn_app_paying_through,
+    spawn_app_without_callbacks, success_body,
 };
 use api_types::api::Order;
 use api_types::platform::CreatePayment;
@@ -17,7 +17,6 @@ use api_types::{OrderStatus, RefundStatus};
 use futures::future::join_all;
 use platform_sim::{Chaos, Redeliver, Simulator};
 use reqwest::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -276,15 +275,9 @@ async fn a_refund_failure_reported_before_its_success_frees_nothing_and_the_succ
         ..Chaos::default()
     });
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_500, "all of it")
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     assert_eq!(refunds[0].status, RefundStatus::Succeeded);
@@ -318,15 +311,9 @@ async fn a_refund_s_success_arriving_before_the_hand_over_s_answer_is_booked_onc
         ..Chaos::default()
     });
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "part of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 1_000, "part of it")
+        .await;
 
     assert_eq!(refunds[0].status, RefundStatus::Succeeded);
     let never_answered = count(

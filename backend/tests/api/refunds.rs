@@ -20,13 +20,9 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
     let app = spawn_app().await;
     let (account, order) = app.paid_order(10_000, 2_500).await;
 
-    let first = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "one item returned"}),
-    )
-    .await;
+    let first = app
+        .refund(&order.order_no, 1_000, "one item returned")
+        .await;
     assert_eq!(first.status(), StatusCode::ACCEPTED);
     let first: Value = first.json().await.expect("body");
     assert_eq!(first["status"], "PENDING");
@@ -46,15 +42,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
         (OrderStatus::Paid, 1_000)
     );
 
-    let rest = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_500, "reason": "the rest"}),
-    )
-    .await;
-    assert_eq!(rest.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app.refund_settled(&order.order_no, 1_500, "the rest").await;
 
     assert!(
         refunds
@@ -70,13 +58,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
     );
     assert_eq!(app.ledger_rows(None, "REFUND").await, 2);
     // Nothing is left to refund.
-    let more = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1, "reason": "again"}),
-    )
-    .await;
+    let more = app.refund(&order.order_no, 1, "again").await;
     assert_eq!(more.status(), StatusCode::CONFLICT);
     let body: Value = more.json().await.expect("body");
     assert_eq!(body["error"]["code"], "ORDER_NOT_REFUNDABLE");
@@ -200,27 +182,13 @@ async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothi
     // of REFUND_EXCEEDS_CHARGE.
     let app = spawn_app().await;
     let (_, paid) = app.paid_order(10_000, 2_500).await;
-    let partial = post_refund(
-        &app,
-        &paid.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "part"}),
-    )
-    .await;
-    assert_eq!(partial.status(), StatusCode::ACCEPTED);
-    wait_until_refunds_settle(&app, &paid.order_no).await;
+    app.refund_settled(&paid.order_no, 1_000, "part").await;
     let before = app.snapshot().await;
     let refunds_before = count(&app, "SELECT count(*) FROM refunds").await;
     let reserved_before = count(&app, "SELECT refund_reserved_cents FROM orders").await;
 
     for amount in [i64::MAX, i64::MAX - 999, i64::MAX - 1_000, 1_501] {
-        let response = post_refund(
-            &app,
-            &paid.order_no,
-            Some(&Uuid::new_v4().to_string()),
-            &json!({"amount_cents": amount, "reason": "too much"}),
-        )
-        .await;
+        let response = app.refund(&paid.order_no, amount, "too much").await;
         assert_eq!(
             response.status(),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -313,25 +281,13 @@ async fn a_refund_the_platform_refuses_frees_its_amount_for_another() {
     let app = spawn_app().await;
     let (account, order) = app.paid_order(10_000, 2_500).await;
     // The sandbox refuses amounts ending in 13 minor units.
-    let refused = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_413, "reason": "refused by the platform"}),
-    )
-    .await;
-    assert_eq!(refused.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_413, "refused by the platform")
+        .await;
     assert_eq!(refunds[0].status, api_types::RefundStatus::Failed);
     assert_eq!(app.balance(&account).await, 7_500, "nothing credited");
 
-    let full = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
+    let full = app.refund(&order.order_no, 2_500, "all of it").await;
     assert_eq!(
         full.status(),
         StatusCode::ACCEPTED,
@@ -364,15 +320,8 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
     .await;
     let (account, order) = app.paid_order(10_000, 2_500).await;
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "stormy refund"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    wait_until_refunds_settle(&app, &order.order_no).await;
+    app.refund_settled(&order.order_no, 1_000, "stormy refund")
+        .await;
     // Let the copies, redeliveries and the second success land.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
@@ -447,16 +396,9 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
     .await;
     // The payment too is settled by the query: no callback ever comes.
     let (account, order) = app.paid_order(10_000, 2_500).await;
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_500, "all of it")
+        .await;
 
     assert_eq!(refunds[0].status, api_types::RefundStatus::Succeeded);
     assert_eq!(app.balance(&account).await, 10_000);

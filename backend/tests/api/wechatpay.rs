@@ -5,8 +5,8 @@
 //! resource is AES-256-GCM encrypted with the APIv3 key.
 
 use crate::helpers::{
-    TestApp, calls_identifying_us, our_user_agent, platform_keys, post_refund, serve_platform_sim,
-    silent_platform, spawn_app_with, wait_until_refunds_settle,
+    TestApp, calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim,
+    silent_platform, spawn_app_with,
 };
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
@@ -20,7 +20,7 @@ use platform_protocols::wechatpay::{
 };
 use platform_sim::WechatPayConfig as SimWechatPay;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -515,15 +515,9 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         .expect("an answer");
     assert_eq!(answer, CloseAnswer::AlreadyPaid);
 
-    let answer = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 500, "reason": "one item returned"}),
-    )
-    .await;
-    assert_eq!(answer.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 500, "one item returned")
+        .await;
     assert_eq!(refunds.len(), 1);
     assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
     assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
@@ -590,15 +584,9 @@ async fn every_request_to_wechat_pay_says_who_is_calling_and_that_it_reads_json(
         app.wait_until_final(&order.order_no).await.status,
         OrderStatus::Paid
     );
-    let answer = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 500, "reason": "one item returned"}),
-    )
-    .await;
-    assert_eq!(answer.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 500, "one item returned")
+        .await;
     assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
     // ...and query, close and refund query through the same connector.
     let connector = Platform::wechatpay(

@@ -7,6 +7,13 @@ use serde_json::json;
 use uuid::Uuid;
 
 impl TestApp {
+    /// Posts the platform's `payment.succeeded` about `payment`, for its own
+    /// amount, under a fresh callback id.
+    pub async fn post_success(&self, payment: &Payment) -> Response {
+        self.post_callback(&new_callback_id(), &success_body(payment))
+            .await
+    }
+
     /// Posts a callback signed now with the app's secret.
     pub async fn post_callback(&self, callback_id: &str, body: &str) -> Response {
         let signed = self

@@ -134,4 +134,21 @@ impl Payment {
             platform_payment_id: format!("pay_{}", Uuid::new_v4().simple()),
         }
     }
+
+    /// Three payments that name this one's order but are not this payment:
+    /// one the platform never had ([`Payment::unsolicited`]), this one under
+    /// that one's merchant reference, and this one under that one's platform
+    /// payment id (so a refund of the first also covers the third).
+    pub fn impostors(&self) -> [Payment; 3] {
+        let unsolicited = Payment::unsolicited(&self.order);
+        let other_reference = Payment {
+            payment_id: unsolicited.payment_id,
+            ..self.clone()
+        };
+        let other_platform_id = Payment {
+            platform_payment_id: unsolicited.platform_payment_id.clone(),
+            ..self.clone()
+        };
+        [unsolicited, other_reference, other_platform_id]
+    }
 }

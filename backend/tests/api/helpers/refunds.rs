@@ -5,8 +5,9 @@
 use super::{MERCHANT_KEY, TestApp};
 use api_types::api::{Order, Refund};
 use reqwest::{Response, StatusCode};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// `POST /api/merchant/orders/{order_no}/refunds` with this key (none when `None`).
 pub async fn post_refund(
@@ -59,6 +60,27 @@ pub async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Ref
 }
 
 impl TestApp {
+    /// Asks the merchant API for a refund of `amount_cents` of the order, for
+    /// `reason`, under a fresh `Idempotency-Key`.
+    pub async fn refund(&self, order_no: &str, amount_cents: i64, reason: &str) -> Response {
+        let key = Uuid::new_v4().to_string();
+        let body = json!({"amount_cents": amount_cents, "reason": reason});
+        post_refund(self, order_no, Some(&key), &body).await
+    }
+
+    /// A refund asked for as [`TestApp::refund`] asks, accepted (202), then
+    /// waited on until no refund of the order is PENDING: the order's refunds.
+    pub async fn refund_settled(
+        &self,
+        order_no: &str,
+        amount_cents: i64,
+        reason: &str,
+    ) -> Vec<Refund> {
+        let response = self.refund(order_no, amount_cents, reason).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        wait_until_refunds_settle(self, order_no).await
+    }
+
     /// The automatic refunds of an order, waiting (up to 20 s) until none is
     /// PENDING: the platform accepted and settled each, or refused it.
     pub async fn settled_automatic_refunds(&self, order_no: &str) -> Vec<AutomaticRefund> {
