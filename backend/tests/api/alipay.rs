@@ -79,6 +79,15 @@ async fn spawn_alipay_app(
     (app, simulator, url)
 }
 
+/// The app against an Alipay that decides each payment after 50 ms but
+/// posts no notification of its own (the test posts them) and finishes no
+/// trade; the simulator lives as long as the test holds it.
+async fn silent_alipay_app() -> (TestApp, platform_sim::Simulator) {
+    let (app, simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    (app, simulator)
+}
+
 fn connector(gateway_url: &str) -> Platform {
     Platform::alipay(
         alipay_config(gateway_url).load().expect("settings load"),
@@ -179,8 +188,7 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
         Duration::from_millis(300),
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_450).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 2_450).await;
 
     // While it is being paid the page can show Alipay's qr_code.
     let code = app.qr_code_shown(&order, payment_id).await;
@@ -219,10 +227,8 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
 
 #[tokio::test]
 async fn the_incident_in_alipay_format_charges_once() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -258,10 +264,8 @@ async fn the_incident_in_alipay_format_charges_once() {
 
 #[tokio::test]
 async fn trade_success_and_trade_finished_are_one_payment_without_anomaly() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 1_250).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 1_250).await;
     let trade_no = "2026120322001400000000000002";
     let success = trade_notice(
         &order,
@@ -316,10 +320,8 @@ fn form(params: &[(String, String)]) -> String {
 
 #[tokio::test]
 async fn spoiled_notifications_are_refused_and_change_nothing() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -432,10 +434,8 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let trade_no = "2026120322001400000000000004";
 
     let mut other_app = trade_notice(
@@ -477,10 +477,8 @@ async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
 
 #[tokio::test]
 async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (_, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (_, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let before = app.snapshot().await;
     for status in [TradeStatus::WaitBuyerPay, TradeStatus::TradeClosed] {
         let notice = trade_notice(
@@ -500,8 +498,7 @@ async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() 
 async fn the_connector_queries_and_closes_a_trade() {
     let (app, _simulator, url) =
         spawn_alipay_app(platform_sim::Chaos::default(), NEVER, NEVER).await;
-    let (_, unpaid) = app.cny_order(10_000, 1_000).await;
-    let unpaid_id = app.submitted_payment(&unpaid).await;
+    let (_, unpaid, unpaid_id) = app.submitted_cny_order(10_000, 1_000).await;
     let connector = connector(&url);
     let payment = PaymentRef {
         order_no: &unpaid.order_no,
@@ -556,12 +553,7 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
         NEVER,
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_000).await;
-    let payment_id = app.submitted_payment(&order).await;
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
-        OrderStatus::Paid
-    );
+    let (account, order, payment_id) = app.paid_cny_order(10_000, 2_000).await;
     let payment = PaymentRef {
         order_no: &order.order_no,
         payment_id,

@@ -4,6 +4,7 @@
 use super::{Account, Payment, TestApp};
 use api_types::OrderStatus;
 use api_types::api::Order;
+use uuid::Uuid;
 
 impl TestApp {
     /// A shopper with `balance` EUR cents and one PENDING order of `amount`
@@ -24,5 +25,26 @@ impl TestApp {
         let paid = self.pay_until_final(&order.order_no).await;
         assert_eq!(paid.status, OrderStatus::Paid);
         (account, paid)
+    }
+
+    /// A CNY shopper (WeChat Pay and Alipay take yuan only) with `balance`
+    /// fen and one PENDING order of `amount` fen that the platform has
+    /// ([`TestApp::submitted_payment`]): the shopper, the order and our
+    /// payment id.
+    pub async fn submitted_cny_order(&self, balance: i64, amount: i64) -> (Account, Order, Uuid) {
+        let (account, order) = self.cny_order(balance, amount).await;
+        let payment_id = self.submitted_payment(&order).await;
+        (account, order, payment_id)
+    }
+
+    /// [`TestApp::submitted_cny_order`], then waited on until the platform's
+    /// own notification made the order PAID.
+    pub async fn paid_cny_order(&self, balance: i64, amount: i64) -> (Account, Order, Uuid) {
+        let (account, order, payment_id) = self.submitted_cny_order(balance, amount).await;
+        assert_eq!(
+            self.wait_until_final(&order.order_no).await.status,
+            OrderStatus::Paid
+        );
+        (account, order, payment_id)
     }
 }
