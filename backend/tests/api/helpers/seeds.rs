@@ -44,16 +44,17 @@ pub fn queried(next_query: i64) -> Times {
     }
 }
 
-/// An EUR account holding `balance_cents` (its opening balance too), of
-/// which `held_cents` are held for payments in flight; its id.
-pub async fn account(db: &PgPool, balance_cents: i64, held_cents: i64) -> Uuid {
+/// An account in `currency` holding `balance_cents` (its opening balance
+/// too), of which `held_cents` are held for payments in flight; its id.
+pub async fn account(db: &PgPool, currency: &str, balance_cents: i64, held_cents: i64) -> Uuid {
     let account_id = Uuid::new_v4();
     sqlx::query(
         "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, $2, $2, 'EUR', $3)",
+         VALUES ($1, $2, $2, $3, $4)",
     )
     .bind(account_id)
     .bind(balance_cents)
+    .bind(currency)
     .bind(held_cents)
     .execute(db)
     .await
@@ -61,23 +62,29 @@ pub async fn account(db: &PgPool, balance_cents: i64, held_cents: i64) -> Uuid {
     account_id
 }
 
+/// An order of 500 EUR cents on the account, expiring in a day: PENDING, or
+/// PAID now when `paid`.
+pub async fn order(db: &PgPool, order_no: &str, account_id: Uuid, paid: bool) {
+    sqlx::query(
+        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
+         VALUES ($1, $2, 500, 'EUR', CASE WHEN $3 THEN 'PAID' ELSE 'PENDING' END,
+                 now() + interval '1 day', CASE WHEN $3 THEN now() END)",
+    )
+    .bind(order_no)
+    .bind(account_id)
+    .bind(paid)
+    .execute(db)
+    .await
+    .expect("order");
+}
+
 /// An account, a PENDING order (PAID with `status` SUCCEEDED) and its attempt
 /// with `times` and `status`; returns the order number.
 pub async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
     let held = if status == "SUCCEEDED" { 0 } else { 500 };
-    let account_id = account(db, 10_000, held).await;
+    let account_id = account(db, "EUR", 10_000, held).await;
     let order_no = format!("due_{name}");
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
-         VALUES ($1, $2, 500, 'EUR', CASE WHEN $3 = 'SUCCEEDED' THEN 'PAID' ELSE 'PENDING' END,
-                 now() + interval '1 day', CASE WHEN $3 = 'SUCCEEDED' THEN now() END)",
-    )
-    .bind(&order_no)
-    .bind(account_id)
-    .bind(status)
-    .execute(db)
-    .await
-    .expect("order");
+    order(db, &order_no, account_id, status == "SUCCEEDED").await;
     sqlx::query(
         "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
                                        response_status, response_body, status, created_at,
