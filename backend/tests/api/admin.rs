@@ -193,8 +193,7 @@ async fn an_email_is_taken_whatever_its_case() {
 #[tokio::test]
 async fn get_account_returns_the_balance_and_its_ledger_rows() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let callback_id = new_callback_id();
     let applied = app
         .post_callback(&callback_id, &success_body(&payment))
@@ -238,8 +237,7 @@ async fn get_unknown_account_is_404() {
 #[tokio::test]
 async fn callback_history_shows_how_it_was_applied_every_delivery_and_its_anomalies() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (_, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let (id, body) = (new_callback_id(), success_body(&payment));
     let other = Payment {
         platform_payment_id: "pay_another".into(),

@@ -6,9 +6,8 @@
 
 use crate::helpers::{
     TestApp, calls_identifying_us, platform_keys, serve_platform_sim, silent_platform,
-    spawn_app_with,
+    spawn_app_with, wait_until_refunds_settle,
 };
-use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{AlipayConfig, Config, PlatformKind};
@@ -20,7 +19,6 @@ use platform_protocols::keys::{self, PrivateKey};
 use platform_protocols::money::Yuan;
 use platform_sim::AlipayConfig as SimAlipay;
 use reqwest::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -79,6 +77,15 @@ async fn spawn_alipay_app(
     })
     .await;
     (app, simulator, url)
+}
+
+/// The app against an Alipay that decides each payment after 50 ms but
+/// posts no notification of its own (the test posts them) and finishes no
+/// trade; the simulator lives as long as the test holds it.
+async fn silent_alipay_app() -> (TestApp, platform_sim::Simulator) {
+    let (app, simulator, _) =
+        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
+    (app, simulator)
 }
 
 fn connector(gateway_url: &str) -> Platform {
@@ -181,8 +188,7 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
         Duration::from_millis(300),
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_450).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 2_450).await;
 
     // While it is being paid the page can show Alipay's qr_code.
     let code = app.qr_code_shown(&order, payment_id).await;
@@ -221,10 +227,8 @@ async fn a_shopper_pays_by_qr_code_and_trade_success_then_finished_charge_once()
 
 #[tokio::test]
 async fn the_incident_in_alipay_format_charges_once() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -260,10 +264,8 @@ async fn the_incident_in_alipay_format_charges_once() {
 
 #[tokio::test]
 async fn trade_success_and_trade_finished_are_one_payment_without_anomaly() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 1_250).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 1_250).await;
     let trade_no = "2026120322001400000000000002";
     let success = trade_notice(
         &order,
@@ -318,10 +320,8 @@ fn form(params: &[(String, String)]) -> String {
 
 #[tokio::test]
 async fn spoiled_notifications_are_refused_and_change_nothing() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let notice = trade_notice(
         &order,
         payment_id,
@@ -434,10 +434,8 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let trade_no = "2026120322001400000000000004";
 
     let mut other_app = trade_notice(
@@ -479,10 +477,8 @@ async fn another_app_or_another_amount_is_refused_with_an_anomaly() {
 
 #[tokio::test]
 async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() {
-    let (app, _simulator, _) =
-        spawn_alipay_app(silent_platform(), Duration::from_millis(50), NEVER).await;
-    let (_, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_alipay_app().await;
+    let (_, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let before = app.snapshot().await;
     for status in [TradeStatus::WaitBuyerPay, TradeStatus::TradeClosed] {
         let notice = trade_notice(
@@ -502,8 +498,7 @@ async fn waiting_and_closed_notifications_are_acknowledged_and_change_nothing() 
 async fn the_connector_queries_and_closes_a_trade() {
     let (app, _simulator, url) =
         spawn_alipay_app(platform_sim::Chaos::default(), NEVER, NEVER).await;
-    let (_, unpaid) = app.cny_order(10_000, 1_000).await;
-    let unpaid_id = app.submitted_payment(&unpaid).await;
+    let (_, unpaid, unpaid_id) = app.submitted_cny_order(10_000, 1_000).await;
     let connector = connector(&url);
     let payment = PaymentRef {
         order_no: &unpaid.order_no,
@@ -558,12 +553,7 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
         NEVER,
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_000).await;
-    let payment_id = app.submitted_payment(&order).await;
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
-        OrderStatus::Paid
-    );
+    let (account, order, payment_id) = app.paid_cny_order(10_000, 2_000).await;
     let payment = PaymentRef {
         order_no: &order.order_no,
         payment_id,
@@ -585,15 +575,9 @@ async fn a_refund_goes_through_alipay_and_its_notification_storm_credits_once() 
     // Two refunds, one after the other: the second's notification carries
     // the trade's refunded total (8.00), which is still the 3.00 refund.
     for (amount, credited) in [(500, 500), (300, 800)] {
-        let answer = post_refund(
-            &app,
-            &order.order_no,
-            Some(&Uuid::new_v4().to_string()),
-            &json!({"amount_cents": amount, "reason": "an item returned"}),
-        )
-        .await;
-        assert_eq!(answer.status(), StatusCode::ACCEPTED);
-        let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+        let refunds = app
+            .refund_settled(&order.order_no, amount, "an item returned")
+            .await;
         assert!(
             refunds
                 .iter()

@@ -6,7 +6,7 @@
 //! transaction on the same pooled connection (a charge, say) commits
 //! synchronously again; and no other statement of the backend touches it.
 
-use crate::due_queries::{attempt, database_with_pool, never_queried};
+use crate::helpers::seeds::{attempt, database_with_pool, never_queried};
 use backend::db::attempts::{self, Submitted};
 use backend::db::orders;
 use sqlx::{PgConnection, PgPool};

@@ -8,17 +8,15 @@
 //! hand-over's answer is booked once.
 
 use crate::helpers::{
-    AutomaticRefund, Payment, TestApp, new_callback_id, spawn_app_paying_through,
+    AutomaticRefund, Payment, TestApp, count, new_callback_id, spawn_app_paying_through,
     spawn_app_without_callbacks, success_body,
 };
-use crate::refunds::{count, paid_order, post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::platform::CreatePayment;
 use api_types::{OrderStatus, RefundStatus};
 use futures::future::join_all;
 use platform_sim::{Chaos, Redeliver, Simulator};
 use reqwest::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -92,7 +90,7 @@ async fn automatic_refund_count(app: &TestApp) -> i64 {
 async fn a_second_payment_for_a_paid_order_is_given_back_once_however_often_its_success_arrives() {
     let (app, simulator) =
         spawn_app_paying_through(Chaos::default(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
 
     simulator.set_chaos(stormy());
     let second = pay_again_at_the_platform(&app, &simulator, &order).await;
@@ -270,22 +268,16 @@ async fn a_refund_failure_reported_before_its_success_frees_nothing_and_the_succ
 {
     let (app, simulator) =
         spawn_app_paying_through(Chaos::default(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     // From now on the platform reports each refund as failed before its real result.
     simulator.set_chaos(Chaos {
         reorder: true,
         ..Chaos::default()
     });
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_500, "all of it")
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     assert_eq!(refunds[0].status, RefundStatus::Succeeded);
@@ -312,22 +304,16 @@ async fn a_refund_failure_reported_before_its_success_frees_nothing_and_the_succ
 async fn a_refund_s_success_arriving_before_the_hand_over_s_answer_is_booked_once() {
     let (app, simulator) =
         spawn_app_paying_through(Chaos::default(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     // The platform takes the refund but its answer is lost: only its callback tells us.
     simulator.set_chaos(Chaos {
         lose_create_answer: true,
         ..Chaos::default()
     });
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "part of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 1_000, "part of it")
+        .await;
 
     assert_eq!(refunds[0].status, RefundStatus::Succeeded);
     let never_answered = count(

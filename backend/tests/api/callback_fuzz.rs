@@ -640,8 +640,7 @@ fn signed_arbitrary_bodies_never_get_a_5xx_and_keep_the_invariants() {
 #[tokio::test]
 async fn a_signed_callback_with_a_nul_in_a_string_is_refused_not_a_500() {
     let app = spawn_quiet_app().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let body = success_body(&payment).replace("\"pay_", "\"\\u0000pay_");
     assert!(body.contains("\\u0000pay_"), "{body}");
 
@@ -690,11 +689,8 @@ async fn a_signed_callback_with_a_nul_in_its_merchant_reference_is_refused_not_a
 #[tokio::test]
 async fn a_signed_refund_callback_with_a_nul_in_its_refund_no_is_refused_not_a_500() {
     let app = spawn_quiet_app().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
-    let paid = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let (account, _, payment) = app.handed_over_order(10_000, 2_500).await;
+    let paid = app.post_success(&payment).await;
     assert_eq!(paid.status(), reqwest::StatusCode::OK);
     let before = app.snapshot().await;
     let refunds_before = app.count("refunds").await;

@@ -18,13 +18,9 @@ async fn ack(response: reqwest::Response) -> (StatusCode, Value) {
 #[tokio::test]
 async fn a_success_callback_charges_once_marks_paid_and_answers_success() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
 
-    let (status, body) = ack(app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await)
-    .await;
+    let (status, body) = ack(app.post_success(&payment).await).await;
 
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
@@ -45,8 +41,7 @@ async fn a_success_callback_charges_once_marks_paid_and_answers_success() {
 #[tokio::test]
 async fn the_same_callback_again_is_a_duplicate_that_changes_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let (id, body) = (new_callback_id(), success_body(&payment));
     app.post_callback(&id, &body).await;
     let before = app.snapshot().await;
@@ -88,9 +83,8 @@ async fn assert_refused_unsigned(
 #[tokio::test]
 async fn callbacks_with_a_bad_or_missing_signature_or_stale_timestamp_are_401_and_write_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
     // A real payment, so a forgery that got through would charge.
-    let payment = app.hand_over(&order).await;
+    let (_, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let before = app.snapshot().await;
     let (id, body) = (new_callback_id(), success_body(&payment));
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
@@ -159,8 +153,7 @@ async fn callbacks_with_a_bad_or_missing_signature_or_stale_timestamp_are_401_an
 #[tokio::test]
 async fn a_callback_signed_within_the_tolerance_is_accepted() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (_, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let (id, body) = (new_callback_id(), success_body(&payment));
     let ts = time::OffsetDateTime::now_utc().unix_timestamp() - 240;
     let signature = app
@@ -180,8 +173,7 @@ async fn a_callback_signed_within_the_tolerance_is_accepted() {
 #[tokio::test]
 async fn a_signed_callback_with_a_malformed_body_is_400_and_changes_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (_, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let before = app.snapshot().await;
 
     for body in [
@@ -200,8 +192,7 @@ async fn a_signed_callback_with_a_malformed_body_is_400_and_changes_nothing() {
 #[tokio::test]
 async fn a_callback_for_an_unknown_order_is_404_and_changes_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (_, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let before = app.snapshot().await;
     let body = success_body(&payment).replace(&order.order_no, "ord_unknown");
 
@@ -215,8 +206,7 @@ async fn a_callback_for_an_unknown_order_is_404_and_changes_nothing() {
 #[tokio::test]
 async fn a_callback_with_the_wrong_amount_or_currency_is_422_charges_nothing_and_is_flagged() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let before = app.snapshot().await;
 
     let wrong_amount = app
@@ -247,8 +237,7 @@ async fn a_callback_with_the_wrong_amount_or_currency_is_422_charges_nothing_and
 #[tokio::test]
 async fn a_callback_body_over_64_kib_is_413_and_changes_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (_, _, payment) = app.handed_over_order(10_000, 2_500).await;
     let before = app.snapshot().await;
     let body = success_body(&payment).replace(
         "\"data\"",
@@ -265,8 +254,7 @@ async fn a_callback_body_over_64_kib_is_413_and_changes_nothing() {
 #[tokio::test]
 async fn a_failure_callback_moves_pending_to_failed_and_a_later_success_charges_nothing() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
 
     let failed = app
         .post_callback(
@@ -284,9 +272,7 @@ async fn a_failure_callback_moves_pending_to_failed_and_a_later_success_charges_
     assert_eq!(after_failure.payment_status, Some(AttemptStatus::Failed));
     assert_eq!(app.held(&account).await, 0, "the failure released the hold");
 
-    let late_success = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let late_success = app.post_success(&payment).await;
 
     assert_eq!(
         late_success.status(),
@@ -309,15 +295,11 @@ async fn a_failure_callback_moves_pending_to_failed_and_a_later_success_charges_
 #[tokio::test]
 async fn a_success_naming_another_payment_for_a_paid_order_charges_nothing_and_is_flagged() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
-    app.post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
+    app.post_success(&payment).await;
 
     let other = Payment::unsolicited(&order);
-    let second = app
-        .post_callback(&new_callback_id(), &success_body(&other))
-        .await;
+    let second = app.post_success(&other).await;
 
     assert_eq!(second.status(), StatusCode::OK);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
@@ -339,8 +321,7 @@ async fn a_success_naming_another_payment_for_a_paid_order_charges_nothing_and_i
 #[tokio::test]
 async fn the_same_payment_s_success_under_a_second_callback_id_charges_once_and_is_no_news() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let body = success_body(&payment);
 
     let first = ack(app.post_callback(&new_callback_id(), &body).await).await;
@@ -364,8 +345,7 @@ async fn the_same_payment_s_success_under_a_second_callback_id_charges_once_and_
 #[tokio::test]
 async fn the_same_callback_id_with_a_different_body_is_409_and_only_flagged() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
     let id = new_callback_id();
     app.post_callback(&id, &success_body(&payment)).await;
     let before = app.snapshot().await;
@@ -392,8 +372,7 @@ async fn a_pay_after_a_charge_left_too_little_is_422_and_hands_nothing_over() {
     let (account, first) = app.account_with_order(3_000, 2_000).await;
     let second = app.create_order(&account, 2_000).await;
     let payment = app.hand_over(&first).await;
-    app.post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    app.post_success(&payment).await;
     let token = app.request_token(&second.order_no).await;
     let before = app.snapshot().await;
 
@@ -475,10 +454,7 @@ async fn a_success_for_an_order_never_paid_charges_nothing_leaves_it_pending_and
     let (account, order) = app.account_with_order(10_000, 2_500).await;
 
     let unsolicited = Payment::unsolicited(&order);
-    let (status, body) = ack(app
-        .post_callback(&new_callback_id(), &success_body(&unsolicited))
-        .await)
-    .await;
+    let (status, body) = ack(app.post_success(&unsolicited).await).await;
 
     assert_eq!(status, StatusCode::OK, "200 so the platform stops retrying");
     assert_eq!(
@@ -508,17 +484,8 @@ async fn a_success_for_an_order_never_paid_charges_nothing_leaves_it_pending_and
 #[tokio::test]
 async fn a_success_naming_another_payment_charges_nothing_and_the_real_one_still_charges_once() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
-    let unsolicited = Payment::unsolicited(&order);
-    let other_reference = Payment {
-        payment_id: unsolicited.payment_id,
-        ..payment.clone()
-    };
-    let other_platform_id = Payment {
-        platform_payment_id: unsolicited.platform_payment_id.clone(),
-        ..payment.clone()
-    };
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
+    let [unsolicited, other_reference, other_platform_id] = payment.impostors();
     let before = app.snapshot().await;
 
     for body in [
@@ -555,9 +522,7 @@ async fn a_success_naming_another_payment_charges_nothing_and_the_real_one_still
     assert_eq!(after, before);
     app.assert_invariants().await;
 
-    let real = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let real = app.post_success(&payment).await;
 
     assert_eq!(real.status(), StatusCode::OK);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
@@ -570,17 +535,8 @@ async fn a_success_naming_another_payment_charges_nothing_and_the_real_one_still
 #[tokio::test]
 async fn a_failure_naming_another_payment_leaves_the_order_pending_with_its_hold() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
-    let unsolicited = Payment::unsolicited(&order);
-    let other_reference = Payment {
-        payment_id: unsolicited.payment_id,
-        ..payment.clone()
-    };
-    let other_platform_id = Payment {
-        platform_payment_id: unsolicited.platform_payment_id.clone(),
-        ..payment.clone()
-    };
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
+    let [unsolicited, other_reference, other_platform_id] = payment.impostors();
 
     for other in [&unsolicited, &other_reference, &other_platform_id] {
         let response = app
@@ -602,9 +558,7 @@ async fn a_failure_naming_another_payment_leaves_the_order_pending_with_its_hold
     assert!(app.anomalies(&order.order_no).await.is_empty());
     app.assert_invariants().await;
 
-    let real = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let real = app.post_success(&payment).await;
 
     assert_eq!(real.status(), StatusCode::OK);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
@@ -614,10 +568,8 @@ async fn a_failure_naming_another_payment_leaves_the_order_pending_with_its_hold
 #[tokio::test]
 async fn a_failure_for_a_paid_order_is_flagged_only_when_it_names_its_payment() {
     let app = spawn_app_without_callbacks().await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
-    app.post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_500).await;
+    app.post_success(&payment).await;
 
     for named in [&Payment::unsolicited(&order), &payment] {
         let response = app
@@ -634,10 +586,4 @@ async fn a_failure_for_a_paid_order_is_flagged_only_when_it_names_its_payment() 
     assert_eq!(app.count("payment_ledger").await, 1);
     assert_eq!(app.anomalies(&order.order_no).await, ["FAILURE_AFTER_PAID"]);
     app.assert_invariants().await;
-}
-
-impl TestApp {
-    pub(crate) async fn post_callback_owned(&self, id: String, body: String) -> StatusCode {
-        self.post_callback(&id, &body).await.status()
-    }
 }

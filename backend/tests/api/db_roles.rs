@@ -296,9 +296,7 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
 
     let order = app.create_order(&account, 2_000).await;
     let payment = app.hand_over(&order).await;
-    let paid = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let paid = app.post_success(&payment).await;
     assert_eq!(paid.status(), StatusCode::OK);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
 
@@ -325,9 +323,7 @@ async fn the_app_serves_as_a_role_that_may_only_read_and_write_rows() {
         assert_eq!(answer, json!({"code": "SUCCESS", "duplicate": duplicate}));
     }
     let other = Payment::unsolicited(&shop_order);
-    let again = app
-        .post_callback(&new_callback_id(), &success_body(&other))
-        .await;
+    let again = app.post_success(&other).await;
     assert_eq!(again.status(), StatusCode::OK);
     app.assert_given_back_once(
         &shop_order,

@@ -7,6 +7,9 @@
 //! These run on a migrated database with no backend, so no worker claims the
 //! rows first.
 
+use crate::helpers::seeds::{
+    Times, account, attempt, database_with_pool, never_queried, order, queried,
+};
 use backend::db::attempts::{self, CLAIM_DUE_QUERY_SQL, DUE_CANDIDATES, MARK_SUBMITTED_SQL};
 use backend::db::refunds::{self, CLAIM_DUE_REFUND_SQL};
 use sqlx::PgPool;
@@ -20,92 +23,48 @@ async fn database() -> (TestDatabase, PgPool) {
     database_with_pool(8).await
 }
 
-/// A fresh migrated database behind a pool of `connections`.
-pub(crate) async fn database_with_pool(connections: u32) -> (TestDatabase, PgPool) {
-    let database = TestDatabase::new("checkout_test");
-    let db = backend::startup::connect_and_migrate(&database.url(), connections)
-        .await
-        .expect("migrate");
-    (database, db)
-}
-
-/// When an attempt was made, handed over and is next to be queried, in
-/// seconds from now (negative: in the past).
+/// What the query worker claims: an open attempt (named by its order
+/// number) or a PENDING refund (named by its refund number).
 #[derive(Clone, Copy)]
-pub(crate) struct Times {
-    created: i64,
-    submitted: Option<i64>,
-    next_query: Option<i64>,
+enum Due {
+    Attempt,
+    Refund,
 }
 
-/// An account, a PENDING order (PAID with `status` final) and its attempt with
-/// `times` and `status`; returns the order number.
-pub(crate) async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> String {
-    let account_id = Uuid::new_v4();
-    let order_no = format!("due_{name}");
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 10000, 10000, 'EUR', CASE WHEN $2 = 'SUCCEEDED' THEN 0 ELSE 500 END)",
-    )
-    .bind(account_id)
-    .bind(status)
-    .execute(db)
-    .await
-    .expect("account");
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
-         VALUES ($1, $2, 500, 'EUR', CASE WHEN $3 = 'SUCCEEDED' THEN 'PAID' ELSE 'PENDING' END,
-                 now() + interval '1 day', CASE WHEN $3 = 'SUCCEEDED' THEN now() END)",
-    )
-    .bind(&order_no)
-    .bind(account_id)
-    .bind(status)
-    .execute(db)
-    .await
-    .expect("order");
-    sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
-                                       response_status, response_body, status, created_at,
-                                       submitted_at, next_query_at)
-         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}', $4, now() + make_interval(secs => $5),
-                 now() + make_interval(secs => $6), now() + make_interval(secs => $7))",
-    )
-    .bind(Uuid::new_v4())
-    .bind(Uuid::new_v4())
-    .bind(&order_no)
-    .bind(status)
-    .bind(times.created as f64)
-    .bind(times.submitted.map(|s| s as f64))
-    .bind(times.next_query.map(|s| s as f64))
-    .execute(db)
-    .await
-    .expect("attempt");
-    order_no
-}
+/// A claim's transaction: it keeps the claimed order locked until dropped.
+type Claim = sqlx::Transaction<'static, sqlx::Postgres>;
 
-pub(crate) fn never_queried(created: i64, submitted: Option<i64>) -> Times {
-    Times {
-        created,
-        submitted,
-        next_query: None,
-    }
-}
-
-fn queried(next_query: i64) -> Times {
-    Times {
-        created: -1_000,
-        submitted: Some(-999),
-        next_query: Some(next_query),
-    }
-}
-
-/// Claims in a transaction of its own, which keeps the claimed order locked until dropped.
-async fn claim(db: &PgPool) -> (Option<String>, sqlx::Transaction<'static, sqlx::Postgres>) {
+/// Claims one `due` in a transaction of its own, which keeps the claimed
+/// order locked until dropped.
+async fn claim(db: &PgPool, due: Due) -> (Option<String>, Claim) {
     let mut tx = db.begin().await.expect("begin");
-    let claimed = attempts::claim_due_query(&mut tx, AFTER)
-        .await
-        .expect("claim");
-    (claimed.map(|c| c.order_no), tx)
+    let claimed = match due {
+        Due::Attempt => attempts::claim_due_query(&mut tx, AFTER)
+            .await
+            .expect("claim")
+            .map(|c| c.order_no),
+        Due::Refund => refunds::claim_due_query(&mut tx, AFTER)
+            .await
+            .expect("claim")
+            .map(|c| c.refund_no),
+    };
+    (claimed, tx)
+}
+
+/// Claims `due` until nothing is left, each claim keeping its order locked,
+/// so that the next one skips it: what was claimed, in order, and the claims
+/// still holding their orders.
+async fn claim_all(db: &PgPool, due: Due) -> (Vec<String>, Vec<Claim>) {
+    let mut held = Vec::new();
+    let mut order = Vec::new();
+    loop {
+        let (claimed, tx) = claim(db, due).await;
+        let Some(claimed) = claimed else { break };
+        order.push(claimed);
+        held.push(tx);
+        assert!(order.len() <= 8, "claimed more than there are: {order:?}");
+    }
+    (order, held)
 }
 
 #[tokio::test]
@@ -136,16 +95,7 @@ async fn only_due_attempts_are_claimed_the_one_due_longest_ago_first_and_none_th
     .await;
     attempt(&db, "unknown", queried(-200), "UNKNOWN").await;
 
-    // Each claim keeps its order locked, so the next claim skips it.
-    let mut held = Vec::new();
-    let mut order = Vec::new();
-    loop {
-        let (claimed, tx) = claim(&db).await;
-        let Some(order_no) = claimed else { break };
-        order.push(order_no);
-        held.push(tx);
-        assert!(order.len() <= 8, "claimed more than there are: {order:?}");
-    }
+    let (order, mut held) = claim_all(&db, Due::Attempt).await;
     assert_eq!(
         order,
         [
@@ -159,7 +109,7 @@ async fn only_due_attempts_are_claimed_the_one_due_longest_ago_first_and_none_th
 
     // Let one go: it is the one claimed next; the others are still held.
     held.remove(1).rollback().await.expect("rollback");
-    let (again, _tx) = claim(&db).await;
+    let (again, _tx) = claim(&db, Due::Attempt).await;
     assert_eq!(again.as_deref(), Some("due_never_handed_over"));
 }
 
@@ -192,15 +142,7 @@ fn sum_over_nodes(plan: &serde_json::Value, figure: &dyn Fn(&serde_json::Value) 
 /// One account with 20,005 orders `flight_1` ... `flight_20005`, PENDING, or
 /// PAID with `paid`: the orders of the work in flight below.
 async fn orders_in_flight(db: &PgPool, paid: bool) {
-    let account_id = Uuid::new_v4();
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 100000000, 100000000, 'EUR', 0)",
-    )
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("account");
+    let account_id = account(db, "EUR", 100_000_000, 0).await;
     sqlx::query(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
          SELECT 'flight_' || k, $1, 100, 'EUR', CASE WHEN $2 THEN 'PAID' ELSE 'PENDING' END,
@@ -266,26 +208,10 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
 /// next to be queried at `times`, or a SUCCEEDED one with `settled`; returns
 /// the refund number.
 async fn refund(db: &PgPool, name: &str, times: Times, settled: bool) -> String {
-    let account_id = Uuid::new_v4();
+    let account_id = account(db, "EUR", 10_000, 0).await;
     let order_no = format!("due_refund_{name}");
     let refund_no = format!("rf_{name}");
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, 10000, 10000, 'EUR', 0)",
-    )
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("account");
-    sqlx::query(
-        "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at)
-         VALUES ($1, $2, 500, 'EUR', 'PAID', now() + interval '1 day', now())",
-    )
-    .bind(&order_no)
-    .bind(account_id)
-    .execute(db)
-    .await
-    .expect("order");
+    order(db, &order_no, account_id, true).await;
     sqlx::query(
         "INSERT INTO refunds (refund_no, order_no, amount_cents, currency, reason, status,
                               platform_payment_id, requested_by, created_at, submitted_at,
@@ -307,16 +233,6 @@ async fn refund(db: &PgPool, name: &str, times: Times, settled: bool) -> String 
     refund_no
 }
 
-/// Claims a refund in a transaction of its own, which keeps the claimed order
-/// locked until dropped.
-async fn claim_refund(db: &PgPool) -> (Option<String>, sqlx::Transaction<'static, sqlx::Postgres>) {
-    let mut tx = db.begin().await.expect("begin");
-    let claimed = refunds::claim_due_query(&mut tx, AFTER)
-        .await
-        .expect("claim");
-    (claimed.map(|c| c.refund_no), tx)
-}
-
 #[tokio::test]
 async fn only_due_refunds_are_claimed_the_one_due_longest_ago_first_and_none_that_is_held() {
     let (_database, db) = database().await;
@@ -333,15 +249,7 @@ async fn only_due_refunds_are_claimed_the_one_due_longest_ago_first_and_none_tha
     refund(&db, "never_accepted", never_queried(-120, None), false).await;
     refund(&db, "long_ago", queried(-200), false).await;
 
-    let mut held = Vec::new();
-    let mut order = Vec::new();
-    loop {
-        let (claimed, tx) = claim_refund(&db).await;
-        let Some(refund_no) = claimed else { break };
-        order.push(refund_no);
-        held.push(tx);
-        assert!(order.len() <= 8, "claimed more than there are: {order:?}");
-    }
+    let (order, mut held) = claim_all(&db, Due::Refund).await;
     assert_eq!(
         order,
         ["rf_long_ago", "rf_never_accepted", "rf_first", "rf_requery"],
@@ -350,7 +258,7 @@ async fn only_due_refunds_are_claimed_the_one_due_longest_ago_first_and_none_tha
 
     // Let one go: it is the one claimed next; the others are still held.
     held.remove(2).rollback().await.expect("rollback");
-    let (again, _tx) = claim_refund(&db).await;
+    let (again, _tx) = claim(&db, Due::Refund).await;
     assert_eq!(again.as_deref(), Some("rf_first"));
 }
 

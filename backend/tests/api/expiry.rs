@@ -3,7 +3,7 @@
 //! is settled with the platform first: a payment it already took is booked, one
 //! it is still deciding is closed there, and then here.
 
-use crate::helpers::{TestApp, error_code, new_callback_id, spawn_app_with, success_body};
+use crate::helpers::{TestApp, error_code, spawn_app_with};
 use api_types::{AttemptStatus, OrderStatus};
 use reqwest::StatusCode;
 use std::time::Duration;
@@ -91,8 +91,7 @@ async fn an_expired_order_whose_payment_succeeded_unannounced_is_booked_paid_nev
         c.sandbox_drop_callbacks = true;
     })
     .await;
-    let (account, order) = app.account_with_order(10_000, 2_000).await;
-    app.hand_over(&order).await;
+    let (account, order, _) = app.handed_over_order(10_000, 2_000).await;
 
     let paid = app.wait_until_final(&order.order_no).await;
 
@@ -115,14 +114,11 @@ async fn a_success_for_a_closed_order_charges_nothing_is_flagged_late_and_is_ack
         c.sandbox_drop_callbacks = true;
     })
     .await;
-    let (account, order) = app.account_with_order(10_000, 2_000).await;
-    let payment = app.hand_over(&order).await;
+    let (account, order, payment) = app.handed_over_order(10_000, 2_000).await;
     wait_for_status(&app, &order.order_no, "CLOSED").await;
     assert_eq!(app.held(&account).await, 0, "the close released the hold");
 
-    let response = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let response = app.post_success(&payment).await;
 
     assert_eq!(
         response.status(),

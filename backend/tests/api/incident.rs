@@ -23,8 +23,7 @@ async fn the_incident_replayed_charges_once_and_answers_200_every_time() {
         c.sandbox_drop_callbacks = true;
     })
     .await;
-    let (account, order) = app.account_with_order(100_000, 4_999).await;
-    let payment = app.hand_over(&order).await;
+    let (account, _, payment) = app.handed_over_order(100_000, 4_999).await;
     let (id, body) = (new_callback_id(), success_body(&payment));
 
     // 1. The same signed callback 100 times at once.

@@ -171,8 +171,7 @@ async fn a_shopper_taking_too_many_tokens_or_paying_too_often_gets_429() {
 #[tokio::test]
 async fn callbacks_are_never_rate_limited() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 1_000).await;
-    let payment = app.hand_over(&order).await;
+    let (_, _, payment) = app.handed_over_order(10_000, 1_000).await;
     let body = success_body(&payment);
 
     // Far more wrong signatures than any failure limit.

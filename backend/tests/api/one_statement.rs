@@ -16,7 +16,7 @@
 //! currency agree, the hold is in place, the reference is absent or canonical)
 //! and write nothing at all in every other case.
 
-use crate::helpers::spawn_app;
+use crate::helpers::{seeds, spawn_app};
 use api_types::api::{CallbackData, CallbackEvent};
 use api_types::{CallbackType, Currency, OrderStatus};
 use backend::callback::VerifiedCallback;
@@ -117,7 +117,6 @@ fn cases() -> Vec<Case> {
 /// One twin: an account and an order in the case's state. Returns the order
 /// number and the attempt's payment id.
 async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid) {
-    let account_id = Uuid::new_v4();
     let order_no = format!("eq_{n}_{twin}");
     let payment_id = Uuid::new_v4();
     let (amount, currency) = case.order_amount;
@@ -126,17 +125,7 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
         Funds::NotHeld => (1_000, 0),
         Funds::Short => (amount - 1, 0),
     };
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, $2, $2, $3, $4)",
-    )
-    .bind(account_id)
-    .bind(balance)
-    .bind(currency)
-    .bind(held)
-    .execute(db)
-    .await
-    .expect("account");
+    let account_id = seeds::account(db, currency, balance, held).await;
     let status = case.status.as_str();
     sqlx::query(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at,
@@ -350,7 +339,7 @@ async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_ev
     // A database with no backend beside it: a running app's workers (the
     // refund dispatcher handing over an automatic refund, say) would change
     // one twin's rows between its callback and the comparison.
-    let (_database, db) = crate::due_queries::database_with_pool(16).await;
+    let (_database, db) = seeds::database_with_pool(16).await;
     let seen = SeenCallbacks::new(db.clone());
     // The handler's connections are kept between its statements, as in the app.
     let warm = WarmConnections::new(db.clone(), 4);

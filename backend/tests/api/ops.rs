@@ -6,10 +6,9 @@
 //! activity.
 
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, spawn_app_with, spawn_app_without_callbacks,
-    success_body,
+    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, post_refund, spawn_app_with,
+    spawn_app_without_callbacks, success_body,
 };
-use crate::refunds::post_refund;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -127,8 +126,7 @@ async fn resolve(
 
 /// A paid order that then got a conflicting callback: one CALLBACK_CONFLICT anomaly.
 async fn order_with_an_anomaly(app: &TestApp) -> (String, String, i64) {
-    let (_, order) = app.account_with_order(10_000, 1_250).await;
-    let payment = app.hand_over(&order).await;
+    let (_, order, payment) = app.handed_over_order(10_000, 1_250).await;
     let body = success_body(&payment);
     assert_eq!(
         app.post_callback("cb_first", &body).await.status(),

@@ -1,7 +1,4 @@
-use crate::helpers::{
-    error_code, new_callback_id, spawn_app, spawn_app_with, spawn_app_without_callbacks,
-    success_body,
-};
+use crate::helpers::{error_code, spawn_app, spawn_app_with, spawn_app_without_callbacks};
 use api_types::OrderStatus;
 use futures::future::join_all;
 use reqwest::StatusCode;
@@ -381,9 +378,7 @@ async fn pay_for_an_order_that_is_not_pending_is_409_order_not_payable() {
     let (account, order) = app.account_with_order(10_000, 2_000).await;
     let token = app.request_token(&order.order_no).await;
     let payment = app.hand_over(&order).await;
-    let paid = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let paid = app.post_success(&payment).await;
     assert_eq!(paid.status(), StatusCode::OK);
     let before = app.snapshot().await;
 

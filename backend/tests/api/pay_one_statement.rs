@@ -16,6 +16,7 @@
 //! where the general transaction makes a new attempt, writing what it writes,
 //! and write nothing at all in every other case.
 
+use crate::helpers::seeds;
 use api_types::{Currency, OrderStatus};
 use backend::db::attempts::{self, NewAttempt};
 use backend::db::warm::WarmConnections;
@@ -84,22 +85,12 @@ fn cases() -> Vec<Case> {
 
 /// Inserts an order of `status` with an account of its own holding `funds`.
 async fn order(db: &PgPool, order_no: &str, status: OrderStatus, expired: bool, funds: Funds) {
-    let account_id = Uuid::new_v4();
     let (balance, held) = match funds {
         Funds::Enough => (1_000, 0),
         Funds::HeldElsewhere => (1_000, 800),
         Funds::Short => (AMOUNT - 1, 0),
     };
-    sqlx::query(
-        "INSERT INTO accounts (account_id, balance_cents, opening_balance_cents, currency, held_cents)
-         VALUES ($1, $2, $2, 'EUR', $3)",
-    )
-    .bind(account_id)
-    .bind(balance)
-    .bind(held)
-    .execute(db)
-    .await
-    .expect("account");
+    let account_id = seeds::account(db, "EUR", balance, held).await;
     sqlx::query(
         "INSERT INTO orders (order_no, account_id, amount_cents, currency, status, expires_at, paid_at,
                              failure_reason, refund_reserved_cents, refunded_cents)
@@ -285,7 +276,7 @@ async fn run_case(
 async fn pays_one_statement_and_its_general_transaction_agree_on_every_case() {
     // A database with no backend beside it: its workers (expiry, the
     // dispatcher) would change one twin's rows between its pay and the comparison.
-    let (_database, db) = crate::due_queries::database_with_pool(16).await;
+    let (_database, db) = seeds::database_with_pool(16).await;
     let warm = WarmConnections::new(db.clone(), 4);
     let all = cases();
     let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())

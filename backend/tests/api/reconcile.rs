@@ -5,7 +5,6 @@
 //! yesterday, and `backend reconcile` as a process refuses what it must.
 
 use crate::helpers::{ADMIN_TOKEN, TestApp, spawn_app_with, start_platform};
-use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::{Order, Reconciliation};
 use api_types::{OrderStatus, ReconClass};
 use backend::config::PlatformKind;
@@ -15,7 +14,7 @@ use callback_signing::CallbackSecret;
 use platform_sim::{Chaos, Simulator};
 use reqwest::StatusCode;
 use secrecy::SecretString;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use time::{Date, OffsetDateTime};
@@ -120,15 +119,8 @@ async fn a_clean_day_reconciles_every_charge_and_refund_as_matched_and_a_second_
     let first = paid(app, 2_450).await;
     paid(app, 1_000).await;
     paid(app, 3_000).await;
-    let refund = post_refund(
-        app,
-        &first.order_no,
-        Some(&uuid::Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 450, "reason": "one item returned"}),
-    )
-    .await;
-    assert_eq!(refund.status(), StatusCode::ACCEPTED);
-    wait_until_refunds_settle(app, &first.order_no).await;
+    app.refund_settled(&first.order_no, 450, "one item returned")
+        .await;
     let charges = app.ledger_rows(None, "CHARGE").await;
     let refunds = app.ledger_rows(None, "REFUND").await;
     assert_eq!((charges, refunds), (3, 1));

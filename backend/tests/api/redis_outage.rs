@@ -13,8 +13,7 @@ async fn callbacks_are_exactly_once_with_redis_stopped() {
         c.sandbox_drop_callbacks = true;
     })
     .await;
-    let (account, order) = app.account_with_order(10_000, 2_500).await;
-    let payment = app.hand_over(&order).await;
+    let (account, _, payment) = app.handed_over_order(10_000, 2_500).await;
     redis.stop();
     let (id, body) = (new_callback_id(), success_body(&payment));
 

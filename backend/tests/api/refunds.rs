@@ -3,97 +3,26 @@
 //! concurrency, and refund callbacks delivered many times crediting once.
 
 use crate::helpers::{
-    ADMIN_TOKEN, MERCHANT_KEY, TestApp, spawn_app, spawn_app_paying_through, spawn_app_with,
+    ADMIN_TOKEN, MERCHANT_KEY, count, post_refund, refunds_of, spawn_app, spawn_app_paying_through,
+    spawn_app_with, wait_until_refunds_settle,
 };
 use api_types::OrderStatus;
-use api_types::api::{Order, Refund};
+use api_types::api::Refund;
 use futures::future::join_all;
 use platform_sim::{Chaos, Redeliver};
-use reqwest::{Response, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uuid::Uuid;
-
-/// `POST /api/merchant/orders/{order_no}/refunds` with this key (none when `None`).
-pub(crate) async fn post_refund(
-    app: &TestApp,
-    order_no: &str,
-    key: Option<&str>,
-    body: &Value,
-) -> Response {
-    let mut request = app
-        .http
-        .post(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
-        .bearer_auth(MERCHANT_KEY)
-        .json(body);
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    request.send().await.expect("request sent")
-}
-
-pub(crate) async fn refunds_of(app: &TestApp, order_no: &str) -> Vec<Refund> {
-    let response = app
-        .http
-        .get(app.url(&format!("/api/merchant/orders/{order_no}/refunds")))
-        .bearer_auth(MERCHANT_KEY)
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.expect("refunds")
-}
-
-/// Waits until no refund of the order is PENDING.
-pub(crate) async fn wait_until_refunds_settle(app: &TestApp, order_no: &str) -> Vec<Refund> {
-    let started = Instant::now();
-    loop {
-        let refunds = refunds_of(app, order_no).await;
-        if refunds
-            .iter()
-            .all(|r| r.status != api_types::RefundStatus::Pending)
-        {
-            return refunds;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "refunds still pending: {refunds:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// A shopper with `balance`, and a PAID order of `amount` (charged by the sandbox).
-pub(crate) async fn paid_order(
-    app: &TestApp,
-    balance: i64,
-    amount: i64,
-) -> (crate::helpers::Account, Order) {
-    let (account, order) = app.account_with_order(balance, amount).await;
-    let paid = app.pay_until_final(&order.order_no).await;
-    assert_eq!(paid.status, OrderStatus::Paid);
-    (account, paid)
-}
-
-pub(crate) async fn count(app: &TestApp, sql: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .fetch_one(&app.db)
-        .await
-        .expect("count")
-}
 
 #[tokio::test]
 async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_ends_refunded() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
 
-    let first = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "one item returned"}),
-    )
-    .await;
+    let first = app
+        .refund(&order.order_no, 1_000, "one item returned")
+        .await;
     assert_eq!(first.status(), StatusCode::ACCEPTED);
     let first: Value = first.json().await.expect("body");
     assert_eq!(first["status"], "PENDING");
@@ -113,15 +42,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
         (OrderStatus::Paid, 1_000)
     );
 
-    let rest = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_500, "reason": "the rest"}),
-    )
-    .await;
-    assert_eq!(rest.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app.refund_settled(&order.order_no, 1_500, "the rest").await;
 
     assert!(
         refunds
@@ -137,13 +58,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
     );
     assert_eq!(app.ledger_rows(None, "REFUND").await, 2);
     // Nothing is left to refund.
-    let more = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1, "reason": "again"}),
-    )
-    .await;
+    let more = app.refund(&order.order_no, 1, "again").await;
     assert_eq!(more.status(), StatusCode::CONFLICT);
     let body: Value = more.json().await.expect("body");
     assert_eq!(body["error"]["code"], "ORDER_NOT_REFUNDABLE");
@@ -153,7 +68,7 @@ async fn a_paid_order_refunded_in_part_then_in_full_is_credited_once_each_and_en
 #[tokio::test]
 async fn a_refund_key_replays_its_answer_refuses_another_body_and_is_required() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let key = Uuid::new_v4().to_string();
     let body = json!({"amount_cents": 500, "reason": "late delivery"});
 
@@ -196,7 +111,7 @@ async fn a_refund_key_replays_its_answer_refuses_another_body_and_is_required() 
 #[tokio::test]
 async fn bad_refund_requests_are_refused_and_change_nothing() {
     let app = spawn_app().await;
-    let (_, paid) = paid_order(&app, 10_000, 2_500).await;
+    let (_, paid) = app.paid_order(10_000, 2_500).await;
     let unpaid = app
         .create_order(&app.create_account(1_000, "EUR").await, 700)
         .await;
@@ -266,28 +181,14 @@ async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothi
     // refund_reserved_cents + amount once overflowed in SQL: a 500 instead
     // of REFUND_EXCEEDS_CHARGE.
     let app = spawn_app().await;
-    let (_, paid) = paid_order(&app, 10_000, 2_500).await;
-    let partial = post_refund(
-        &app,
-        &paid.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "part"}),
-    )
-    .await;
-    assert_eq!(partial.status(), StatusCode::ACCEPTED);
-    wait_until_refunds_settle(&app, &paid.order_no).await;
+    let (_, paid) = app.paid_order(10_000, 2_500).await;
+    app.refund_settled(&paid.order_no, 1_000, "part").await;
     let before = app.snapshot().await;
     let refunds_before = count(&app, "SELECT count(*) FROM refunds").await;
     let reserved_before = count(&app, "SELECT refund_reserved_cents FROM orders").await;
 
     for amount in [i64::MAX, i64::MAX - 999, i64::MAX - 1_000, 1_501] {
-        let response = post_refund(
-            &app,
-            &paid.order_no,
-            Some(&Uuid::new_v4().to_string()),
-            &json!({"amount_cents": amount, "reason": "too much"}),
-        )
-        .await;
+        let response = app.refund(&paid.order_no, amount, "too much").await;
         assert_eq!(
             response.status(),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -312,7 +213,7 @@ async fn a_refund_of_i64_max_after_a_partial_refund_is_refused_and_changes_nothi
 #[tokio::test]
 async fn a_hundred_identical_refund_requests_at_once_make_one_refund_and_one_credit() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let key = Uuid::new_v4().to_string();
     let body = json!({"amount_cents": 2_500, "reason": "cancelled"});
 
@@ -345,7 +246,7 @@ async fn a_hundred_refunds_of_10_on_a_charge_of_100_accept_exactly_10() {
     // within it would make the order REFUNDED, and a late request would then
     // be refused as ORDER_NOT_REFUNDABLE (409) instead of over the amount (422).
     let app = spawn_app_with(|c| c.sandbox_callback_delay_ms = 3_000).await;
-    let (account, order) = paid_order(&app, 1_000, 100).await;
+    let (account, order) = app.paid_order(1_000, 100).await;
     let body = json!({"amount_cents": 10, "reason": "part"});
 
     let answers = join_all((0..100).map(|_| {
@@ -378,27 +279,15 @@ async fn a_hundred_refunds_of_10_on_a_charge_of_100_accept_exactly_10() {
 #[tokio::test]
 async fn a_refund_the_platform_refuses_frees_its_amount_for_another() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     // The sandbox refuses amounts ending in 13 minor units.
-    let refused = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_413, "reason": "refused by the platform"}),
-    )
-    .await;
-    assert_eq!(refused.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_413, "refused by the platform")
+        .await;
     assert_eq!(refunds[0].status, api_types::RefundStatus::Failed);
     assert_eq!(app.balance(&account).await, 7_500, "nothing credited");
 
-    let full = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
+    let full = app.refund(&order.order_no, 2_500, "all of it").await;
     assert_eq!(
         full.status(),
         StatusCode::ACCEPTED,
@@ -429,17 +318,10 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
         |_| {},
     )
     .await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
 
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 1_000, "reason": "stormy refund"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    wait_until_refunds_settle(&app, &order.order_no).await;
+    app.refund_settled(&order.order_no, 1_000, "stormy refund")
+        .await;
     // Let the copies, redeliveries and the second success land.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
@@ -460,7 +342,7 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
 #[tokio::test]
 async fn the_operator_refunds_under_the_admin_token_with_the_same_rules() {
     let app = spawn_app().await;
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
     let path = format!("/api/admin/orders/{}/refunds", order.order_no);
     let response = app
         .http
@@ -513,17 +395,10 @@ async fn a_refund_whose_callbacks_are_lost_is_settled_by_the_query_and_the_late_
     )
     .await;
     // The payment too is settled by the query: no callback ever comes.
-    let (account, order) = paid_order(&app, 10_000, 2_500).await;
-    let response = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 2_500, "reason": "all of it"}),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let (account, order) = app.paid_order(10_000, 2_500).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 2_500, "all of it")
+        .await;
 
     assert_eq!(refunds[0].status, api_types::RefundStatus::Succeeded);
     assert_eq!(app.balance(&account).await, 10_000);

@@ -320,7 +320,7 @@ async fn assert_held_within_the_bound(gate: &Gate, app: &TestApp, unsubmitted: &
         (1..=HAND_OVERS_IN_FLIGHT_MAX).contains(&held),
         "{held} connections to a stalled platform for {sent} hand-overs"
     );
-    let waiting = crate::refunds::count(app, unsubmitted).await;
+    let waiting = crate::helpers::count(app, unsubmitted).await;
     assert_eq!(waiting, sent as i64, "all committed, none handed over yet");
 }
 
@@ -408,7 +408,7 @@ async fn a_stalled_platform_gets_a_bounded_number_of_hand_overs_and_the_rest_fol
 /// answers again, each once.
 #[tokio::test]
 async fn refunds_to_a_stalled_platform_share_the_bound_and_follow_when_it_answers() {
-    use crate::refunds::{post_refund, wait_until_refunds_settle};
+    use crate::helpers::{post_refund, wait_until_refunds_settle};
     use backend::platform::HAND_OVERS_IN_FLIGHT_MAX;
     const REFUNDS: usize = HAND_OVERS_IN_FLIGHT_MAX + 16;
     let secret = callback_signing::CallbackSecret::generate();

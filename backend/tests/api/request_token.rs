@@ -1,6 +1,4 @@
-use crate::helpers::{
-    error_code, new_callback_id, spawn_app, spawn_app_without_callbacks, success_body,
-};
+use crate::helpers::{error_code, spawn_app, spawn_app_without_callbacks};
 use api_types::api::RequestToken;
 use reqwest::StatusCode;
 use time::OffsetDateTime;
@@ -54,11 +52,8 @@ async fn request_token_for_an_unknown_order_is_404_and_changes_nothing() {
 #[tokio::test]
 async fn request_token_for_a_paid_order_is_409_order_not_payable() {
     let app = spawn_app_without_callbacks().await;
-    let (_, order) = app.account_with_order(10_000, 1_000).await;
-    let payment = app.hand_over(&order).await;
-    let paid = app
-        .post_callback(&new_callback_id(), &success_body(&payment))
-        .await;
+    let (_, order, payment) = app.handed_over_order(10_000, 1_000).await;
+    let paid = app.post_success(&payment).await;
     assert_eq!(paid.status(), StatusCode::OK);
     let before = app.snapshot().await;
 

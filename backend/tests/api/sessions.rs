@@ -456,7 +456,7 @@ async fn the_store_loads_what_the_library_s_store_saved_over_a_kept_connection()
     use tower_sessions::session_store::Error;
     use tower_sessions_sqlx_store::PostgresStore;
 
-    let (_database, db) = crate::due_queries::database_with_pool(2).await;
+    let (_database, db) = crate::helpers::seeds::database_with_pool(2).await;
     let library = PostgresStore::new(db.clone());
     let warm = WarmConnections::new(db.clone(), 1);
     let ours = Sessions::new(&db, warm.clone());

@@ -5,7 +5,7 @@
 //! and all of them at shutdown; no connection is kept that failed other than by
 //! a database's refusal (an I/O error, or the `FATAL` of a terminated session).
 
-use crate::due_queries::database_with_pool;
+use crate::helpers::seeds::database_with_pool;
 use backend::db::warm::{WARM_FOR, WarmConnections, is_refusal};
 use backend::infra::shutdown::{Phase, Shutdown};
 use sqlx::PgConnection;

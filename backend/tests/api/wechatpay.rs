@@ -8,7 +8,6 @@ use crate::helpers::{
     TestApp, calls_identifying_us, our_user_agent, platform_keys, serve_platform_sim,
     silent_platform, spawn_app_with,
 };
-use crate::refunds::{post_refund, wait_until_refunds_settle};
 use api_types::api::Order;
 use api_types::{Currency, OrderStatus, RefundStatus as OurRefundStatus};
 use backend::config::{Config, PlatformKind, WechatPayConfig};
@@ -21,7 +20,7 @@ use platform_protocols::wechatpay::{
 };
 use platform_sim::WechatPayConfig as SimWechatPay;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -73,6 +72,25 @@ async fn spawn_wechatpay_app(
     })
     .await;
     (app, simulator, url)
+}
+
+/// The app against a WeChat Pay that decides each payment after 50 ms but
+/// posts no notification of its own (the test posts them); the simulator
+/// lives as long as the test holds it.
+async fn silent_wechatpay_app() -> (TestApp, platform_sim::Simulator) {
+    let (app, simulator, _) =
+        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
+    (app, simulator)
+}
+
+/// A WeChat Pay connector of the backend's own against the platform-sim at
+/// `api_url`, for asking it what the backend would ask.
+fn connector(api_url: &str) -> Platform {
+    Platform::wechatpay(
+        wechatpay_config(api_url).load().expect("settings load"),
+        "http://127.0.0.1:9".into(),
+    )
+    .expect("connector")
 }
 
 /// WeChat Pay's `TRANSACTION.SUCCESS` content for the order.
@@ -261,8 +279,7 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
         |_| {},
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_450).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 2_450).await;
 
     // While it is being paid the page can show WeChat Pay's code_url as a QR code.
     let code = app.qr_code_shown(&order, payment_id).await;
@@ -303,10 +320,8 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
 
 #[tokio::test]
 async fn the_incident_in_wechat_pay_format_charges_once() {
-    let (app, _simulator, _) =
-        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_wechatpay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let content = transaction(&order, payment_id, "4200000991202612036853086457", 3_000);
     let id = Uuid::new_v4().to_string();
 
@@ -342,10 +357,8 @@ async fn the_incident_in_wechat_pay_format_charges_once() {
 
 #[tokio::test]
 async fn spoiled_notifications_are_refused_and_change_nothing() {
-    let (app, _simulator, _) =
-        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
-    let (_, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_wechatpay_app().await;
+    let (_, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let content = NotificationPayload::Transaction(transaction(
         &order,
         payment_id,
@@ -401,10 +414,8 @@ async fn spoiled_notifications_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn another_merchant_or_another_amount_is_refused_with_an_anomaly() {
-    let (app, _simulator, _) =
-        spawn_wechatpay_app(silent_platform(), Duration::from_millis(50), |_| {}).await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (app, _simulator) = silent_wechatpay_app().await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
 
     let mut other_merchant = transaction(&order, payment_id, "4200000991202612036853086459", 3_000);
     other_merchant.mchid = "1900000109".into();
@@ -442,13 +453,8 @@ async fn the_connector_queries_and_closes_a_payment() {
         |_| {},
     )
     .await;
-    let (_, unpaid) = app.cny_order(10_000, 1_000).await;
-    let unpaid_id = app.submitted_payment(&unpaid).await;
-    let connector = Platform::wechatpay(
-        wechatpay_config(&url).load().expect("settings load"),
-        "http://127.0.0.1:9".into(),
-    )
-    .expect("connector");
+    let (_, unpaid, unpaid_id) = app.submitted_cny_order(10_000, 1_000).await;
+    let connector = connector(&url);
 
     let asked = connector
         .query(PaymentRef {
@@ -494,19 +500,10 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         |_| {},
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 2_000).await;
-    let payment_id = app.submitted_payment(&order).await;
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
-        OrderStatus::Paid
-    );
+    let (account, order, payment_id) = app.paid_cny_order(10_000, 2_000).await;
 
     // Closing a transaction that was paid first: WeChat Pay says ORDERPAID.
-    let connector = Platform::wechatpay(
-        wechatpay_config(&url).load().expect("settings load"),
-        "http://127.0.0.1:9".into(),
-    )
-    .expect("connector");
+    let connector = connector(&url);
     let answer = connector
         .close(PaymentRef {
             order_no: &order.order_no,
@@ -516,15 +513,9 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         .expect("an answer");
     assert_eq!(answer, CloseAnswer::AlreadyPaid);
 
-    let answer = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 500, "reason": "one item returned"}),
-    )
-    .await;
-    assert_eq!(answer.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 500, "one item returned")
+        .await;
     assert_eq!(refunds.len(), 1);
     assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
     assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
@@ -585,28 +576,13 @@ async fn every_request_to_wechat_pay_says_who_is_calling_and_that_it_reads_json(
     )
     .await;
     // Hand-over, notification, refund (which queries first) by the backend itself...
-    let (_, order) = app.cny_order(10_000, 2_000).await;
-    let payment_id = app.submitted_payment(&order).await;
-    assert_eq!(
-        app.wait_until_final(&order.order_no).await.status,
-        OrderStatus::Paid
-    );
-    let answer = post_refund(
-        &app,
-        &order.order_no,
-        Some(&Uuid::new_v4().to_string()),
-        &json!({"amount_cents": 500, "reason": "one item returned"}),
-    )
-    .await;
-    assert_eq!(answer.status(), StatusCode::ACCEPTED);
-    let refunds = wait_until_refunds_settle(&app, &order.order_no).await;
+    let (_, order, payment_id) = app.paid_cny_order(10_000, 2_000).await;
+    let refunds = app
+        .refund_settled(&order.order_no, 500, "one item returned")
+        .await;
     assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
     // ...and query, close and refund query through the same connector.
-    let connector = Platform::wechatpay(
-        wechatpay_config(&url).load().expect("settings load"),
-        "http://127.0.0.1:9".into(),
-    )
-    .expect("connector");
+    let connector = connector(&url);
     let paid = PaymentRef {
         order_no: &order.order_no,
         payment_id,
@@ -667,8 +643,7 @@ async fn a_query_while_the_order_is_unpaid_leaves_the_real_success_to_charge_onc
         |config| config.query_after_secs = 1,
     )
     .await;
-    let (account, order) = app.cny_order(10_000, 3_000).await;
-    let payment_id = app.submitted_payment(&order).await;
+    let (account, order, payment_id) = app.submitted_cny_order(10_000, 3_000).await;
     let queried = wait_for_attempt(&app, &order.order_no, "queried", |a| a.queries >= 1).await;
     assert_eq!(
         app.order(&order.order_no).await.status,

@@ -5,7 +5,8 @@
 //! starts one in which every process speaks only TLS, as a managed Redis
 //! with sentinels does.
 
-use crate::{calls_in, free_port, redis_client, tls_arguments, tls_settings, write_self_signed};
+use crate::free_port;
+use crate::redis_server::{calls_in, redis_client, tls_arguments, tls_settings, write_self_signed};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
