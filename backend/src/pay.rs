@@ -83,6 +83,11 @@ pub async fn start_attempt(
 
 /// The general transaction of [`start_attempt`]: every check in its own step,
 /// each refusal with its own error.
+///
+/// Its SQL twin is pay's fast path, `backend/sql/pay/start_attempt.sql`, which
+/// starts an attempt only where every check here passes (each of its
+/// predicates names the check it mirrors); `backend/tests/api/pay_one_statement.rs`
+/// feeds both the same cases and compares what they write.
 pub async fn start_attempt_in_tx(
     db: &PgPool,
     new: attempts::NewAttempt<'_>,
