@@ -52,6 +52,9 @@ cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "cargo clippy (wasm32 operator console)"
 cargo clippy --locked -p ops-console --target wasm32-unknown-unknown -- -D warnings
 
+step "cargo clippy (wasm32 HTTP client of both pages)"
+cargo clippy --locked -p web-client --target wasm32-unknown-unknown -- -D warnings
+
 step "Unused dependencies (cargo machete)"
 cargo machete
 
@@ -87,8 +90,8 @@ cargo test --locked -p storm -p faults
 step "schemathesis: every operation of /api/openapi.json, no 5xx, every answer as described"
 bash scripts/schemathesis.sh
 
-step "Payment page logic tests"
-cargo test --locked -p frontend
+step "Payment page logic tests, and web-client's (the pages' HTTP client: error mapping, escaping)"
+cargo test --locked -p frontend -p web-client
 
 step "Operator console logic tests (routes, chart geometry, formats)"
 cargo test --locked -p ops-console

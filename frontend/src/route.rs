@@ -73,9 +73,9 @@ impl Route {
             Self::Shop | Self::NotFound => "/".to_owned(),
             Self::SignIn { next: None } => "/signin".to_owned(),
             Self::SignIn { next: Some(next) } => {
-                format!("/signin?next={}", crate::api::path_segment(next))
+                format!("/signin?next={}", web_client::encode_component(next))
             }
-            Self::Pay { order_no } => format!("/pay/{}", crate::api::path_segment(order_no)),
+            Self::Pay { order_no } => format!("/pay/{}", web_client::encode_component(order_no)),
         }
     }
 }

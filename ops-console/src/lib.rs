@@ -52,7 +52,7 @@ pub fn App() -> impl IntoView {
         session.set(match api::me().await {
             Ok(info) => Session::SignedIn(info.operator),
             Err(err) if err.is_unauthenticated() => Session::SignedOut,
-            Err(err) => Session::Unknown(err.explain()),
+            Err(err) => Session::Unknown(api::explain(&err)),
         });
     });
     view! {

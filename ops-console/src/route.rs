@@ -56,7 +56,7 @@ impl Route {
             Self::Orders { order_no: None } => "/ops/orders".to_owned(),
             Self::Orders {
                 order_no: Some(order_no),
-            } => format!("/ops/orders/{}", crate::api::encode_component(order_no)),
+            } => format!("/ops/orders/{}", web_client::encode_component(order_no)),
             Self::Activity => "/ops/activity".to_owned(),
             Self::Reconciliation => "/ops/reconciliation".to_owned(),
             Self::NotFound => "/ops/".to_owned(),

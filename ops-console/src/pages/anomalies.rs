@@ -200,7 +200,7 @@ fn AnomalyDetail(anomaly: ReviewAnomaly, version: RwSignal<u32>) -> impl IntoVie
             match or_sign_in(session, api::resolve(id, &text).await) {
                 Ok(_) => version.update(|v| *v += 1),
                 Err(err) => {
-                    problem.set(Some(err.explain()));
+                    problem.set(Some(api::explain(&err)));
                     pending.set(false);
                     // Someone else resolved it meanwhile: show their resolution.
                     if err.code() == Some(api_types::ErrorCode::AnomalyAlreadyResolved) {

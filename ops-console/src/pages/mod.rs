@@ -6,7 +6,7 @@ pub mod orders;
 pub mod reconciliation;
 pub mod signin;
 
-use crate::api::ApiError;
+use crate::api::{self, ApiError};
 use crate::route::Route;
 use leptos::prelude::*;
 
@@ -42,7 +42,7 @@ pub fn Problem(
         <p class="notice error" role="alert" data-code=err.code().map(|c| c.as_str())>
             {what}
             ": "
-            {err.explain()}
+            {api::explain(&err)}
         </p>
     }
 }

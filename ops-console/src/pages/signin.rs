@@ -101,7 +101,7 @@ pub fn sign_in_problem(err: &ApiError) -> String {
         Some(ErrorCode::NotFound) => {
             "This backend has no ADMIN_TOKEN set, so it has no operator console.".to_owned()
         }
-        _ => err.explain(),
+        _ => api::explain(err),
     }
 }
 
@@ -111,21 +111,29 @@ mod tests {
 
     #[test]
     fn a_wrong_token_and_too_many_tries_read_plainly() {
-        let wrong = api::error_from_answer(
+        let wrong = web_client::error_from_answer(
             401,
             r#"{"error":{"code":"INVALID_CREDENTIALS","message":"no"}}"#,
+            None,
         );
         assert!(sign_in_problem(&wrong).contains("not the backend's"));
-        let limited =
-            api::error_from_answer(429, r#"{"error":{"code":"RATE_LIMITED","message":"slow"}}"#);
+        let limited = web_client::error_from_answer(
+            429,
+            r#"{"error":{"code":"RATE_LIMITED","message":"slow"}}"#,
+            None,
+        );
         assert!(sign_in_problem(&limited).contains("Too many"));
-        let bad_name = api::error_from_answer(
+        let bad_name = web_client::error_from_answer(
             400,
             r#"{"error":{"code":"BAD_REQUEST","message":"name: 1 to 64 characters"}}"#,
+            None,
         );
         assert!(sign_in_problem(&bad_name).contains("name: 1 to 64 characters"));
-        let no_console =
-            api::error_from_answer(404, r#"{"error":{"code":"NOT_FOUND","message":"no"}}"#);
+        let no_console = web_client::error_from_answer(
+            404,
+            r#"{"error":{"code":"NOT_FOUND","message":"no"}}"#,
+            None,
+        );
         assert!(sign_in_problem(&no_console).contains("no ADMIN_TOKEN"));
     }
 }
