@@ -157,21 +157,23 @@ async fn first_statement(
 ) -> Result<FirstLook, ApiError> {
     if faults::fires("callback.in_statement") {
         let (warm, callback) = (warm.clone(), callback.clone());
-        tokio::spawn(async move {
-            let incoming = callback.incoming();
-            let _ = warm
-                .run(async |conn| callbacks::first_statement(conn, &incoming).await)
-                .await;
-        });
+        tokio::spawn(async move { in_autocommit(&warm, &callback).await });
         // Long enough for the statement to be sent, too short for its answer, mostly.
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         eprintln!("crash point callback.in_statement hit: aborting the process");
         std::process::abort();
     }
+    Ok(in_autocommit(warm, callback).await?)
+}
+
+/// The first statement on a kept connection, as its own transaction.
+async fn in_autocommit(
+    warm: &WarmConnections,
+    callback: &VerifiedCallback,
+) -> sqlx::Result<FirstLook> {
     let incoming = callback.incoming();
-    Ok(warm
-        .run(async |conn| callbacks::first_statement(conn, &incoming).await)
-        .await?)
+    warm.run(async |conn| callbacks::first_statement(conn, &incoming).await)
+        .await
 }
 
 /// The general transaction for a callback id not seen before; `seen`, when

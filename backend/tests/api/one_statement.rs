@@ -16,7 +16,7 @@
 //! currency agree, the hold is in place, the reference is absent or canonical)
 //! and write nothing at all in every other case.
 
-use crate::helpers::{seeds, spawn_app};
+use crate::helpers::{equivalence, seeds, spawn_app};
 use api_types::api::{CallbackData, CallbackEvent};
 use api_types::{CallbackType, Currency, OrderStatus};
 use backend::callback::VerifiedCallback;
@@ -26,7 +26,6 @@ use backend::db::warm::WarmConnections;
 use backend::duplicates::SeenCallbacks;
 use checkout_rules::charge::{Decision, decide};
 use checkout_rules::origin::Origin;
-use futures::StreamExt;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -344,20 +343,8 @@ async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_ev
     // The handler's connections are kept between its statements, as in the app.
     let warm = WarmConnections::new(db.clone(), 4);
     let all = cases();
-    let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())
-        .map(|(n, case)| run_case(&db, &warm, &seen, n, case))
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases disagree; first: {}",
-        failures.len(),
-        all.len(),
-        failures.first().map_or("", |f| f.as_str())
-    );
-    let charged = results.iter().filter(|r| matches!(r, Ok(true))).count();
+    let charged =
+        equivalence::cases_agree(&all, |n, case| run_case(&db, &warm, &seen, n, case)).await;
     // The PENDING successes with their hold and the same amount that name our
     // payment: 2 merchant references (absent, canonical) x 3 ways of naming the
     // platform's payment (an attempt whose platform id is not recorded yet,

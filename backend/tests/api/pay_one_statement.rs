@@ -16,13 +16,12 @@
 //! where the general transaction makes a new attempt, writing what it writes,
 //! and write nothing at all in every other case.
 
-use crate::helpers::seeds;
+use crate::helpers::{equivalence, seeds};
 use api_types::{Currency, OrderStatus};
 use backend::db::attempts::{self, NewAttempt};
 use backend::db::warm::WarmConnections;
 use backend::infra::tokens::TokenBinding;
 use backend::pay::{self, Started};
-use futures::StreamExt;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -279,20 +278,7 @@ async fn pays_one_statement_and_its_general_transaction_agree_on_every_case() {
     let (_database, db) = seeds::database_with_pool(16).await;
     let warm = WarmConnections::new(db.clone(), 4);
     let all = cases();
-    let results: Vec<Result<bool, String>> = futures::stream::iter(all.iter().copied().enumerate())
-        .map(|(n, case)| run_case(&db, &warm, n, case))
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases disagree; first: {}",
-        failures.len(),
-        all.len(),
-        failures.first().map_or("", |f| f.as_str())
-    );
-    let started = results.iter().filter(|r| matches!(r, Ok(true))).count();
+    let started = equivalence::cases_agree(&all, |n, case| run_case(&db, &warm, n, case)).await;
     // A PENDING, unexpired order with no attempt, the token's amount and
     // currency, the amount available and a fresh token: the one case.
     assert_eq!(started, 1, "cases the one statement started by itself");

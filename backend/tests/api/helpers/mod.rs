@@ -13,6 +13,7 @@
 
 mod callbacks;
 mod db;
+pub mod equivalence;
 mod orders;
 mod paying;
 mod platform;
