@@ -114,8 +114,10 @@ pub struct CreateShopper {
     /// `BAD_REQUEST` saying why); stored only as an argon2id hash.
     #[cfg_attr(feature = "openapi", schema(min_length = 15, max_length = 256))]
     pub password: String,
-    /// Opening balance of the shopper's account, in minor units; not negative.
+    /// Opening balance of the shopper's wallet, in minor units; not negative.
+    /// Absent: 0, a shopper who pays through the platform only.
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
+    #[serde(default)]
     pub balance_cents: i64,
     /// The account's currency.
     pub currency: Currency,
@@ -264,6 +266,10 @@ pub struct Order {
     /// being asked: the page says it is confirming, never that it failed.
     #[serde(default)]
     pub payment_status: Option<crate::AttemptStatus>,
+    /// What pays for it, `wallet` or `platform`: the method of its payment
+    /// attempt; null until a pay started one.
+    #[serde(default)]
+    pub payment_method: Option<crate::PaymentMethod>,
     /// What refunds gave back so far, in minor units.
     #[serde(default)]
     pub refunded_cents: i64,
@@ -337,6 +343,11 @@ pub struct RequestToken {
 pub struct PayRequest {
     /// The token from `request-token`.
     pub request_token: Uuid,
+    /// What pays: `wallet` or `platform`, one of `GET /api/platform`'s
+    /// `methods` (else 422 `PAYMENT_METHOD_UNAVAILABLE`, nothing changed).
+    /// Absent: `wallet` under the sandbox, `platform` under every real platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<crate::PaymentMethod>,
 }
 
 /// The 202 answer to a pay request; replayed unchanged for the same token.
@@ -349,6 +360,16 @@ pub struct PayAccepted {
     pub payment_id: Uuid,
     /// The order's status when the attempt was accepted: `PENDING`.
     pub status: OrderStatus,
+    /// What pays for the order: the method of its one payment attempt (a
+    /// second submit for the order, with another token, joins that attempt
+    /// whatever method it named).
+    #[serde(default = "wallet")]
+    pub method: crate::PaymentMethod,
+}
+
+/// What a pay accepted before payment methods existed was paid with.
+const fn wallet() -> crate::PaymentMethod {
+    crate::PaymentMethod::Wallet
 }
 
 /// The event time inside a callback body: RFC 3339 text or Unix seconds.
@@ -526,10 +547,20 @@ pub struct PlatformInfo {
     /// Pay, Alipay): the payment page shows `/api/orders/{order_no}/payment-code.svg`.
     #[serde(default)]
     pub pays_by_qr_code: bool,
+    /// The payment methods a pay may name, the default first: `wallet` and
+    /// `platform` in the sandbox (its simulated platform charges no wallet),
+    /// `platform` alone under a real platform.
+    #[serde(default = "wallet_only")]
+    pub methods: Vec<crate::PaymentMethod>,
     /// The demo shoppers' sign-in details, for the sign-in page: only in a
     /// sandbox running in demo mode, empty everywhere else.
     #[serde(default)]
     pub demo_shoppers: Vec<DemoShopper>,
+}
+
+/// What a backend that predates payment methods offered.
+fn wallet_only() -> Vec<crate::PaymentMethod> {
+    vec![crate::PaymentMethod::Wallet]
 }
 
 /// A demo shopper anybody may sign in as (sandbox demo mode only).

@@ -89,7 +89,7 @@ text_enum! {
     /// for the first delivery that applied an id, what it did
     /// (`payment_callbacks.outcome`, one of the first five or the last five).
     pub enum CallbackOutcome ("callback outcome") {
-        /// A ledger row was written, the order is PAID and the balance deducted.
+        /// A ledger row was written and the order is PAID (a wallet payment's balance deducted).
         Charged = "CHARGED",
         /// A `payment.failed` moved a PENDING order to FAILED.
         OrderFailed = "ORDER_FAILED",
@@ -114,7 +114,7 @@ text_enum! {
         IgnoredUnsolicited = "IGNORED_UNSOLICITED",
         /// A success naming another payment than the order's attempt: nothing charged, anomaly raised, answered 200.
         IgnoredReferenceMismatch = "IGNORED_REFERENCE_MISMATCH",
-        /// A `refund.succeeded` wrote the REFUND ledger row and credited the account.
+        /// A `refund.succeeded` wrote the REFUND ledger row (and credited the wallet, when it paid).
         Refunded = "REFUNDED",
         /// The platform confirmed a refund failed: its amount is free for another refund.
         RefundFailed = "REFUND_FAILED",
@@ -207,6 +207,20 @@ text_enum! {
 }
 
 text_enum! {
+    /// What pays for an order (`payment_attempts.method`; the pay request's
+    /// `method`, and `GET /api/platform`'s `methods`).
+    pub enum PaymentMethod ("payment method") {
+        /// The shopper's stored-value account in the order's currency: pay holds
+        /// the amount, the platform's success deducts it once.
+        Wallet = "wallet",
+        /// The payment platform takes the money from the shopper's own WeChat,
+        /// Alipay or card account (or, in the sandbox, its simulated one): no
+        /// wallet is involved, nothing is held and no balance is needed.
+        Platform = "platform",
+    }
+}
+
+text_enum! {
     /// Where a refund stands (`refunds.status`).
     pub enum RefundStatus ("refund status") {
         /// Asked for; its amount is reserved on the order until the platform answers.
@@ -262,6 +276,7 @@ mod tests {
         round_trips(LedgerKind::ALL, LedgerKind::as_str);
         round_trips(RefundStatus::ALL, RefundStatus::as_str);
         round_trips(RefundRequester::ALL, RefundRequester::as_str);
+        round_trips(PaymentMethod::ALL, PaymentMethod::as_str);
         round_trips(ReconClass::ALL, ReconClass::as_str);
         round_trips(&OrderStatus::ALL, OrderStatus::as_str);
     }
@@ -370,6 +385,10 @@ mod tests {
         assert_eq!(
             names(RefundRequester::ALL, RefundRequester::as_str),
             sorted(database_check_list("refunds", "requested_by"))
+        );
+        assert_eq!(
+            names(PaymentMethod::ALL, PaymentMethod::as_str),
+            sorted(database_check_list("payment_attempts", "method"))
         );
         assert_eq!(
             names(ReconClass::ALL, ReconClass::as_str),

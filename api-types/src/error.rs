@@ -58,6 +58,9 @@ pub enum ErrorCode {
     RefundExceedsCharge,
     /// The account balance is below the order amount.
     InsufficientFunds,
+    /// The pay request names a payment method this checkout does not offer
+    /// (`GET /api/platform` lists `methods`).
+    PaymentMethodUnavailable,
     /// The order currency differs from the account currency.
     CurrencyMismatch,
     /// The token store (Redis) cannot be reached; retry later.
@@ -80,7 +83,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 30] = [
+    pub const ALL: [Self; 31] = [
         Self::BadRequest,
         Self::Unauthorized,
         Self::Unauthenticated,
@@ -102,6 +105,7 @@ impl ErrorCode {
         Self::OrderNotRefundable,
         Self::RefundExceedsCharge,
         Self::InsufficientFunds,
+        Self::PaymentMethodUnavailable,
         Self::CurrencyMismatch,
         Self::TokenStoreUnavailable,
         Self::SignatureInvalid,
@@ -137,6 +141,7 @@ impl ErrorCode {
             Self::OrderNotRefundable => "ORDER_NOT_REFUNDABLE",
             Self::RefundExceedsCharge => "REFUND_EXCEEDS_CHARGE",
             Self::InsufficientFunds => "INSUFFICIENT_FUNDS",
+            Self::PaymentMethodUnavailable => "PAYMENT_METHOD_UNAVAILABLE",
             Self::CurrencyMismatch => "CURRENCY_MISMATCH",
             Self::TokenStoreUnavailable => "TOKEN_STORE_UNAVAILABLE",
             Self::SignatureInvalid => "SIGNATURE_INVALID",

@@ -56,6 +56,7 @@ text_column!(
     LedgerKind,
     RefundStatus,
     RefundRequester,
+    PaymentMethod,
     ReconClass,
     PlatformPaymentId,
 );

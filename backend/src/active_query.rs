@@ -346,7 +346,7 @@ async fn unnamed(
         claimed.order_no
     );
     anyhow::ensure!(
-        crate::db::accounts::release(&mut **tx, claimed.account_id, claimed.amount_cents).await?,
+        crate::db::accounts::release(&mut **tx, claimed.account_id, claimed.hold_cents).await?,
         "the hold of order {} is missing",
         claimed.order_no
     );
@@ -447,7 +447,7 @@ async fn no_result(
     Ok(())
 }
 
-/// The order becomes CLOSED, its hold released, its attempt CLOSED.
+/// The order becomes CLOSED, its hold (a wallet payment's) released, its attempt CLOSED.
 pub(crate) async fn close(
     tx: &mut Transaction<'_, Postgres>,
     claimed: &attempts::Claimed,
@@ -457,7 +457,7 @@ pub(crate) async fn close(
             tx,
             &claimed.order_no,
             claimed.account_id,
-            claimed.amount_cents
+            claimed.hold_cents
         )
         .await?,
         "order {} left PENDING under our lock",

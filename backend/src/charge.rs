@@ -7,8 +7,8 @@
 //! - otherwise, for the common case only (a new `payment.succeeded` naming the
 //!   attempt of a PENDING order, same amount and currency, the hold in place),
 //!   lock order and account, claim the id, write the CHARGE ledger row, mark the
-//!   order PAID, charge the balance and capture the hold, settle the attempt and
-//!   log the delivery, all or nothing (`checkout_assert` fails the statement if
+//!   order PAID, for a wallet payment charge the balance and capture the hold,
+//!   settle the attempt and log the delivery, all or nothing (`checkout_assert` fails the statement if
 //!   a write that must follow the ledger row did not happen).
 //!
 //! Anything else writes nothing there and goes to the general transaction,
@@ -21,7 +21,7 @@
 //!   INSERT payment_callbacks ON CONFLICT DO NOTHING -- claim the callback id
 //!   INSERT payment_ledger (CHARGE) ON CONFLICT DO NOTHING
 //!   UPDATE orders SET status='PAID' WHERE order_no=$1 AND status='PENDING'
-//!   UPDATE accounts SET balance=balance-$2, held=held-$3 WHERE ...  -- charge, capture the hold
+//!   UPDATE accounts SET balance=balance-$2, held=held-$3 WHERE ...  -- wallet only: charge, capture the hold
 //!   UPDATE payment_attempts SET status='SUCCEEDED' WHERE order_no=$1 AND status is open
 //!   INSERT callback_deliveries
 //! COMMIT                                             -- only then answer 200
@@ -238,7 +238,7 @@ pub(crate) async fn apply_in_tx(
         callback.event.kind,
         order.status,
         reference,
-        order.spendable_cents(),
+        order.funds(),
         order.amount_cents,
     );
 
@@ -292,13 +292,16 @@ async fn execute(
             if !orders::mark_paid(&mut **tx, &order.order_no).await? {
                 return Err(broken("order left PENDING"));
             }
-            if !accounts::deduct(
-                &mut **tx,
-                order.account_id,
-                order.amount_cents,
-                order.hold_cents,
-            )
-            .await?
+            // The wallet pays what it held; a platform payment took the
+            // shopper's own money, and no wallet changes.
+            if order.paid_by_wallet()
+                && !accounts::deduct(
+                    &mut **tx,
+                    order.account_id,
+                    order.amount_cents,
+                    order.hold_cents,
+                )
+                .await?
             {
                 return Err(broken("balance dropped"));
             }

@@ -7,6 +7,7 @@
 
 use crate::env;
 use crate::infra::redis::{RedisTarget, SentinelAddr};
+use api_types::PaymentMethod;
 use callback_signing::{CallbackSecret, SecretError};
 use checkout_rules::query_schedule::QuerySchedule;
 use clap::Parser;
@@ -45,6 +46,27 @@ impl PlatformKind {
     /// Whether the shopper pays by scanning the platform's QR code.
     pub const fn pays_by_qr_code(self) -> bool {
         matches!(self, Self::Wechatpay | Self::Alipay)
+    }
+
+    /// The payment methods a pay may name, the default first. The sandbox
+    /// offers the wallet (the demo's stored value, the default) and its
+    /// simulated platform; a real platform takes the money from the shopper's
+    /// own account with it, so no wallet of ours is involved.
+    pub const fn payment_methods(self) -> &'static [PaymentMethod] {
+        match self {
+            Self::Sandbox => &[PaymentMethod::Wallet, PaymentMethod::Platform],
+            Self::Remote | Self::Wechatpay | Self::Alipay => &[PaymentMethod::Platform],
+        }
+    }
+
+    /// The method a pay asking for `asked` (or nothing) uses: the default when
+    /// it names none, `None` when it names one this platform does not offer.
+    pub fn payment_method(self, asked: Option<PaymentMethod>) -> Option<PaymentMethod> {
+        let offered = self.payment_methods();
+        match asked {
+            None => offered.first().copied(),
+            Some(method) => offered.contains(&method).then_some(method),
+        }
     }
 }
 

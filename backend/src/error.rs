@@ -92,6 +92,14 @@ pub enum ApiError {
         /// Amount asked for.
         amount_cents: i64,
     },
+    /// The pay names a payment method this platform does not offer.
+    #[error("payment method {asked} is not offered here; offered: {offered}")]
+    PaymentMethodUnavailable {
+        /// The method asked for.
+        asked: api_types::PaymentMethod,
+        /// What `GET /api/platform` lists, comma-separated.
+        offered: String,
+    },
     /// Order currency differs from the account currency.
     #[error("the account holds {account}, the order is in {order}")]
     CurrencyMismatch {
@@ -174,6 +182,10 @@ impl ApiError {
             InsufficientFunds { .. } => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InsufficientFunds,
+            ),
+            PaymentMethodUnavailable { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::PaymentMethodUnavailable,
             ),
             CurrencyMismatch { .. } => (
                 StatusCode::UNPROCESSABLE_ENTITY,

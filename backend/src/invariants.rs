@@ -5,10 +5,12 @@
 //! 2. at most one `CHARGE` per order;
 //! 3. an order is PAID or REFUNDED exactly when it has one `CHARGE`, equal to its amount and currency;
 //! 4. per account: opening balance - current balance = sum of its `CHARGE` rows
-//!    minus sum of its `REFUND` rows, and never negative;
+//!    minus sum of its `REFUND` rows of the orders its wallet paid (a platform
+//!    payment and its refunds never touch the wallet), and never negative;
 //! 5. a PAID order has `paid_at`, a FAILED one a reason, a PENDING one neither;
 //! 6. per account: held = sum of the amounts of its PENDING orders that have a
-//!    payment attempt, and balance >= held >= 0 (funds held at pay);
+//!    wallet payment attempt, and balance >= held >= 0 (funds held at pay; a
+//!    platform payment holds nothing);
 //! 7. an attempt agrees with its order: SUCCEEDED exactly when the order is
 //!    PAID, FAILED only for a FAILED order, CLOSED only for a CLOSED one, and an
 //!    open attempt only for a PENDING one;
@@ -111,7 +113,8 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
                   coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'CHARGE'), 0)::bigint AS "charged!",
                   coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'REFUND'), 0)::bigint AS "refunded!"
            FROM accounts a
-           LEFT JOIN payment_ledger l ON l.account_id = a.account_id
+           LEFT JOIN (SELECT l.* FROM payment_ledger l JOIN payment_attempts p ON p.order_no = l.order_no
+                      WHERE p.method = 'wallet') l ON l.account_id = a.account_id
            GROUP BY a.account_id
            HAVING a.opening_balance_cents - a.balance_cents
                       <> coalesce(sum(l.amount_cents) FILTER (WHERE l.kind = 'CHARGE'), 0)
@@ -122,7 +125,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
     .await?;
     for row in unbalanced {
         violations.push(format!(
-            "account {}: opening {} - balance {} = {} but charges {} - refunds {} = {}",
+            "account {}: opening {} - balance {} = {} but wallet charges {} - refunds {} = {}",
             row.account_id,
             row.opening_balance_cents,
             row.balance_cents,
@@ -238,7 +241,8 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
            LEFT JOIN (SELECT o.account_id, sum(o.amount_cents) AS held
                       FROM orders o
                       WHERE o.status = 'PENDING'
-                        AND EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
+                        AND EXISTS (SELECT 1 FROM payment_attempts p
+                                    WHERE p.order_no = o.order_no AND p.method = 'wallet')
                       GROUP BY o.account_id) h ON h.account_id = a.account_id
            WHERE a.held_cents <> coalesce(h.held, 0)
               OR a.held_cents < 0 OR a.held_cents > a.balance_cents"#
@@ -247,7 +251,7 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
     .await?;
     for row in misheld {
         violations.push(format!(
-            "account {}: holds {} (balance {}) but its PENDING orders with a payment attempt total {}",
+            "account {}: holds {} (balance {}) but its PENDING orders with a wallet payment attempt total {}",
             row.account_id, row.held_cents, row.balance_cents, row.expected
         ));
     }

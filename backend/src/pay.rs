@@ -1,10 +1,11 @@
 //! Pay: a consumed request token becomes the order's one payment attempt, and
-//! the money it needs is held, in one transaction (or one statement).
+//! a wallet payment's money is held, in one transaction (or one statement).
 //!
 //! The route (`http::routes::pay`) takes the token out of Redis first
 //! ([`crate::infra::tokens`]); here the winner of the token inserts the attempt
-//! (UNIQUE request token, UNIQUE order) with the answer it gives and holds the
-//! amount on the shopper's account. The common case is one statement
+//! (UNIQUE request token, UNIQUE order) with the answer it gives and, when the
+//! wallet pays, holds the amount on the shopper's account (a payment through
+//! the platform needs no money of ours, and holds nothing). The common case is one statement
 //! ([`attempts::start_in_one`], `sql/pay/start_attempt.sql`); anything else
 //! goes to [`start_attempt_in_tx`], which says exactly why not, or joins the
 //! attempt a concurrent submit made. `tests/api/pay_one_statement.rs` feeds
@@ -14,8 +15,8 @@ use crate::db::warm::WarmConnections;
 use crate::db::{self, attempts};
 use crate::error::ApiError;
 use crate::infra::tokens::TokenBinding;
-use api_types::OrderStatus;
 use api_types::api::PayAccepted;
+use api_types::{OrderStatus, PaymentMethod};
 use axum::http::StatusCode;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -39,26 +40,28 @@ pub fn ensure_payable(
 /// What a pay's token turned into: the order's new attempt, or the one a
 /// concurrent submit (with another token) made first.
 pub enum Started {
-    /// This submit made the order's attempt (and holds the amount).
+    /// This submit made the order's attempt (and, for the wallet, holds the amount).
     New(attempts::AttemptRow),
     /// The order already had an attempt: this submit joins it.
     Joined(attempts::AttemptRow),
 }
 
-/// Turns a consumed token into the order's one payment attempt: in one
-/// statement when the order is payable as the token says
+/// Turns a consumed token into the order's one payment attempt, paid by
+/// `method`: in one statement when the order is payable as the token says
 /// ([`attempts::start_in_one`]), else in the transaction that says why not.
 pub async fn start_attempt(
     db: &PgPool,
     warm: &WarmConnections,
     token: Uuid,
     binding: &TokenBinding,
+    method: PaymentMethod,
 ) -> Result<Started, ApiError> {
     let payment_id = Uuid::new_v4();
     let answer = PayAccepted {
         order_no: binding.order_no.clone(),
         payment_id,
         status: OrderStatus::Pending,
+        method,
     };
     let body = serde_json::to_value(&answer).map_err(ApiError::internal)?;
     let new = attempts::NewAttempt {
@@ -67,6 +70,7 @@ pub async fn start_attempt(
         order_no: &binding.order_no,
         amount_cents: binding.amount_cents,
         currency: binding.currency,
+        method,
         response_status: i16::try_from(StatusCode::ACCEPTED.as_u16()).unwrap_or(202),
         response_body: &body,
     };
@@ -106,10 +110,11 @@ pub async fn start_attempt_in_tx(
     if let Some(existing) = attempts::find_by_order(&mut *tx, &order.order_no).await? {
         return Ok(Started::Joined(existing));
     }
+    let wallet = new.method == PaymentMethod::Wallet;
     // Judged against what is available: money held for this shopper's other
-    // payments in flight cannot be promised again.
+    // payments in flight cannot be promised again. The platform's money is not ours to judge.
     let available_cents = order.balance_cents - order.held_cents;
-    if available_cents < order.amount_cents {
+    if wallet && available_cents < order.amount_cents {
         return Err(ApiError::InsufficientFunds {
             available_cents,
             amount_cents: order.amount_cents,
@@ -125,8 +130,8 @@ pub async fn start_attempt_in_tx(
             err.into()
         }
     })?;
-    // The hold, in the transaction that made the attempt: the pay that wins holds the money.
-    if !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
+    // The hold, in the transaction that made the attempt: the pay that wins holds the wallet's money.
+    if wallet && !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
         return Err(ApiError::InsufficientFunds {
             available_cents,
             amount_cents: order.amount_cents,

@@ -352,6 +352,7 @@ pub(crate) async fn apply_in_tx(
                 tx,
                 &refund,
                 order.account_id,
+                order.paid_by_wallet(),
                 &callback.callback_id,
                 platform_refund_id,
             )

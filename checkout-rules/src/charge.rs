@@ -1,15 +1,15 @@
 //! The charge rule: what a payment result does to its order ([`decide`]),
-//! decided from the order as the backend locked it, and what an order may
-//! spend ([`spendable_cents`]). The backend's `charge.rs` carries the decision
+//! decided from the order as the backend locked it, and what pays for it
+//! ([`Funds`]: a wallet, which may spend [`spendable_cents`], or the platform). The backend's `charge.rs` carries the decision
 //! out in the callback's transaction.
 
 use api_types::api::CallbackType;
-use api_types::{AnomalyKind, CallbackOutcome, OrderStatus};
+use api_types::{AnomalyKind, CallbackOutcome, OrderStatus, PaymentMethod};
 
 /// What a new callback does to its order, decided from the order as locked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
-    /// Write the ledger row, mark PAID, deduct the balance.
+    /// Write the ledger row, mark PAID, deduct the wallet (when it pays).
     Charge,
     /// Mark FAILED with a reason; maybe flag it for review.
     FailOrder {
@@ -65,6 +65,40 @@ impl Decision {
     }
 }
 
+/// What pays for an order, as the charge rule weighs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Funds {
+    /// The shopper's wallet, which can spend this much for the order
+    /// ([`spendable_cents`]).
+    Wallet {
+        /// The account's available money plus the order's own hold.
+        spendable_cents: i64,
+    },
+    /// The platform took the money from the shopper's own account: no money of
+    /// ours is needed, so a success the platform reports always covers the order.
+    Platform,
+}
+
+impl Funds {
+    /// What pays for an order whose attempt is paid by `method` (a wallet
+    /// spending `spendable_cents`); an order with no attempt is weighed as the
+    /// wallet (it is never charged: [`Reference::NoAttempt`]).
+    pub const fn of(method: Option<PaymentMethod>, spendable_cents: i64) -> Self {
+        match method {
+            Some(PaymentMethod::Platform) => Self::Platform,
+            Some(PaymentMethod::Wallet) | None => Self::Wallet { spendable_cents },
+        }
+    }
+
+    /// Whether they cover `amount_cents`.
+    pub const fn cover(self, amount_cents: i64) -> bool {
+        match self {
+            Self::Wallet { spendable_cents } => spendable_cents >= amount_cents,
+            Self::Platform => true,
+        }
+    }
+}
+
 /// Whether a result is about the payment we handed over for its order
 /// (the backend's `LockedOrder::reference` compares the names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,9 +113,9 @@ pub enum Reference {
 
 /// The rule, as a pure function of the event, the locked order and whether
 /// the event names our payment: a success charges only a PENDING order whose
-/// attempt it names and that can spend its amount ([`spendable_cents`]: the
-/// account's available money plus the order's own hold, so an order held at
-/// pay always can). A success we never asked for, or naming another payment,
+/// attempt it names and whose [`Funds`] cover its amount (a platform payment
+/// always; a wallet's [`spendable_cents`] is the account's available money plus
+/// the order's own hold, so an order held at pay always can). A success we never asked for, or naming another payment,
 /// charges nothing and is flagged. The same payment reported again on a PAID
 /// order (a query's answer and a callback, or a second notification) is no
 /// news. A failure fails only a PENDING order whose attempt it names. It never
@@ -94,7 +128,7 @@ pub fn decide(
     kind: CallbackType,
     status: OrderStatus,
     reference: Reference,
-    spendable_cents: i64,
+    funds: Funds,
     amount_cents: i64,
 ) -> Decision {
     use CallbackType::{PaymentFailed, PaymentSucceeded, RefundFailed, RefundSucceeded};
@@ -109,7 +143,7 @@ pub fn decide(
         (PaymentSucceeded, Pending, Reference::Mismatch) => {
             ignore(Some(AnomalyKind::PaymentReferenceMismatch))
         }
-        (PaymentSucceeded, Pending, Reference::Matches) if spendable_cents >= amount_cents => {
+        (PaymentSucceeded, Pending, Reference::Matches) if funds.cover(amount_cents) => {
             Decision::Charge
         }
         (PaymentSucceeded, Pending, Reference::Matches) => Decision::FailOrder {
@@ -156,6 +190,14 @@ mod tests {
         ])
     }
 
+    /// A wallet that can spend 0..1000, or the platform.
+    fn any_funds() -> impl Strategy<Value = Funds> {
+        prop_oneof![
+            (0_i64..1_000).prop_map(|spendable_cents| Funds::Wallet { spendable_cents }),
+            Just(Funds::Platform),
+        ]
+    }
+
     fn any_reference() -> impl Strategy<Value = Reference> {
         prop::sample::select(vec![
             Reference::Matches,
@@ -168,12 +210,12 @@ mod tests {
         #[test]
         fn decisions_only_ask_for_moves_the_state_machine_allows(
             kind in any_kind(), status in any_status(), reference in any_reference(),
-            balance in 0_i64..1_000, amount in 1_i64..1_000
+            funds in any_funds(), amount in 1_i64..1_000
         ) {
-            match decide(kind, status, reference, balance, amount) {
+            match decide(kind, status, reference, funds, amount) {
                 Decision::Charge => {
                     prop_assert!(crate::state::order_may_move(status, OrderStatus::Paid));
-                    prop_assert!(balance >= amount);
+                    prop_assert!(funds.cover(amount));
                     prop_assert_eq!(kind, CallbackType::PaymentSucceeded);
                 }
                 Decision::FailOrder { .. } => prop_assert!(crate::state::order_may_move(status, OrderStatus::Failed)),
@@ -184,9 +226,9 @@ mod tests {
         #[test]
         fn every_success_is_charged_known_or_given_back(
             status in any_status(), reference in any_reference(),
-            balance in 0_i64..1_000, amount in 1_i64..1_000
+            funds in any_funds(), amount in 1_i64..1_000
         ) {
-            let decision = decide(CallbackType::PaymentSucceeded, status, reference, balance, amount);
+            let decision = decide(CallbackType::PaymentSucceeded, status, reference, funds, amount);
             let given_back = decision.unbooked_success(CallbackType::PaymentSucceeded).is_some();
             let charged = decision == Decision::Charge;
             // Our own payment again, already charged: the one success that is neither.
@@ -198,25 +240,25 @@ mod tests {
 
         #[test]
         fn a_failure_never_starts_a_refund(
-            status in any_status(), reference in any_reference(), balance in 0_i64..1_000, amount in 1_i64..1_000
+            status in any_status(), reference in any_reference(), funds in any_funds(), amount in 1_i64..1_000
         ) {
-            let decision = decide(CallbackType::PaymentFailed, status, reference, balance, amount);
+            let decision = decide(CallbackType::PaymentFailed, status, reference, funds, amount);
             prop_assert_eq!(decision.unbooked_success(CallbackType::PaymentFailed), None);
         }
 
         #[test]
         fn a_failure_never_charges(
-            status in any_status(), reference in any_reference(), balance in 0_i64..1_000, amount in 1_i64..1_000
+            status in any_status(), reference in any_reference(), funds in any_funds(), amount in 1_i64..1_000
         ) {
-            prop_assert_ne!(decide(CallbackType::PaymentFailed, status, reference, balance, amount), Decision::Charge);
+            prop_assert_ne!(decide(CallbackType::PaymentFailed, status, reference, funds, amount), Decision::Charge);
         }
 
         #[test]
         fn only_a_result_naming_our_attempt_changes_an_order(
-            kind in any_kind(), status in any_status(), balance in 0_i64..1_000, amount in 1_i64..1_000,
+            kind in any_kind(), status in any_status(), funds in any_funds(), amount in 1_i64..1_000,
             reference in prop::sample::select(vec![Reference::NoAttempt, Reference::Mismatch]),
         ) {
-            let decision = decide(kind, status, reference, balance, amount);
+            let decision = decide(kind, status, reference, funds, amount);
             prop_assert!(matches!(decision, Decision::Ignore { .. }), "{decision:?}");
             if kind == CallbackType::PaymentSucceeded {
                 // A success we cannot book is always put in front of a person.
@@ -225,11 +267,30 @@ mod tests {
         }
 
         #[test]
-        fn the_same_payment_reported_again_on_a_paid_order_is_no_news(balance in 0_i64..1_000, amount in 1_i64..1_000) {
+        fn the_same_payment_reported_again_on_a_paid_order_is_no_news(funds in any_funds(), amount in 1_i64..1_000) {
             prop_assert_eq!(
-                decide(CallbackType::PaymentSucceeded, OrderStatus::Paid, Reference::Matches, balance, amount),
+                decide(CallbackType::PaymentSucceeded, OrderStatus::Paid, Reference::Matches, funds, amount),
                 Decision::Ignore { anomaly: None }
             );
+        }
+
+        #[test]
+        fn a_platform_payment_is_charged_whatever_the_wallet_holds(amount in 1_i64..1_000, spendable_cents in -1_000_i64..1_000) {
+            // The platform took the money from the shopper's own account: the
+            // wallet, whatever it holds, is not asked.
+            let funds = Funds::of(Some(PaymentMethod::Platform), spendable_cents);
+            prop_assert_eq!(funds, Funds::Platform);
+            prop_assert_eq!(
+                decide(CallbackType::PaymentSucceeded, OrderStatus::Pending, Reference::Matches, funds, amount),
+                Decision::Charge
+            );
+        }
+
+        #[test]
+        fn a_wallet_payment_is_charged_only_when_the_wallet_covers_it(amount in 1_i64..1_000, spendable_cents in 0_i64..2_000) {
+            let funds = Funds::of(Some(PaymentMethod::Wallet), spendable_cents);
+            let decision = decide(CallbackType::PaymentSucceeded, OrderStatus::Pending, Reference::Matches, funds, amount);
+            prop_assert_eq!(decision == Decision::Charge, spendable_cents >= amount);
         }
     }
 
@@ -252,7 +313,9 @@ mod tests {
                 CallbackType::PaymentSucceeded,
                 OrderStatus::Pending,
                 Reference::Matches,
-                99,
+                Funds::Wallet {
+                    spendable_cents: 99
+                },
                 100
             ),
             Decision::FailOrder {
@@ -269,7 +332,9 @@ mod tests {
                 CallbackType::PaymentSucceeded,
                 OrderStatus::Pending,
                 reference,
-                1_000,
+                Funds::Wallet {
+                    spendable_cents: 1_000,
+                },
                 100,
             )
         };

@@ -12,7 +12,7 @@ WITH seen AS (
     INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
     SELECT $1, $2, $3, 'DUPLICATE', 200 FROM seen WHERE seen.body_sha256 = $4
 ), target AS (
-    SELECT o.order_no, o.account_id, o.amount_cents, o.currency
+    SELECT o.order_no, o.account_id, o.amount_cents, o.currency, p.method
     FROM orders o JOIN accounts a ON a.account_id = o.account_id
          -- decide: Reference::NoAttempt never charges, so an attempt must exist.
          JOIN payment_attempts p ON p.order_no = o.order_no
@@ -26,9 +26,10 @@ WITH seen AS (
       AND ($6::text IS NULL OR p.payment_id::text = $6)
       -- Reference::Matches, second half: the platform's id not recorded yet, or this one.
       AND (p.platform_payment_id IS NULL OR p.platform_payment_id = $5)
-      -- spendable_cents >= amount, in its common form: the order's own hold is in place
-      -- (a pay holds the amount), so the account can spend it.
-      AND a.held_cents >= o.amount_cents AND a.balance_cents >= a.held_cents
+      -- Funds::cover: a platform payment always; a wallet's spendable_cents >= amount
+      -- in its common form: the order's own hold is in place (a pay holds the amount),
+      -- so the account can spend it.
+      AND (p.method = 'platform' OR (a.held_cents >= o.amount_cents AND a.balance_cents >= a.held_cents))
     -- The rows the general path locks first, in its order: order, then account.
     FOR UPDATE OF o, a
 ), claimed AS (
@@ -43,15 +44,19 @@ WITH seen AS (
     SELECT $1, t.order_no, t.account_id, t.amount_cents, t.currency, 'CHARGE', $5
     FROM target t JOIN claimed c ON c.order_no = t.order_no
     RETURNING order_no, account_id, amount_cents
+), wallet AS (
+    -- (the charge of a wallet payment; a platform payment deducts nothing)
+    SELECT c.account_id, c.amount_cents FROM charged c JOIN target t ON t.order_no = c.order_no
+    WHERE t.method = 'wallet'
 ), paid AS (
     -- ... PENDING -> PAID, conditional as every status change is ...
     UPDATE orders o SET status = 'PAID', paid_at = now(), updated_at = now()
     FROM charged c WHERE o.order_no = c.order_no AND o.status = 'PENDING'
     RETURNING o.order_no
 ), deducted AS (
-    -- ... the balance charged and the hold captured ...
-    UPDATE accounts a SET balance_cents = a.balance_cents - c.amount_cents, held_cents = a.held_cents - c.amount_cents
-    FROM charged c WHERE a.account_id = c.account_id
+    -- ... for a wallet payment, the balance charged and the hold captured ...
+    UPDATE accounts a SET balance_cents = a.balance_cents - w.amount_cents, held_cents = a.held_cents - w.amount_cents
+    FROM wallet w WHERE a.account_id = w.account_id
     RETURNING a.account_id
 ), settled AS (
     -- ... the open attempt settled, learning the platform's id ...
@@ -66,6 +71,6 @@ SELECT (SELECT body_sha256 FROM seen) AS seen_body_sha256,
        (SELECT outcome FROM seen) AS "seen_outcome: CallbackOutcome",
        -- All or nothing: a ledger row without its status change and deduction fails the statement.
        checkout_assert((SELECT count(*) FROM paid) = (SELECT count(*) FROM charged)
-                       AND (SELECT count(*) FROM deducted) = (SELECT count(*) FROM charged),
+                       AND (SELECT count(*) FROM deducted) = (SELECT count(*) FROM wallet),
                        'a charged callback left its order or balance unchanged')
        AND EXISTS (SELECT FROM charged) AS "charged!"

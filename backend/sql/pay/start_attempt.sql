@@ -1,5 +1,5 @@
--- Pay's common case in one statement: the attempt inserted and the amount held,
--- all or nothing, when every check of pay's general transaction
+-- Pay's common case in one statement: the attempt inserted and, for a wallet
+-- payment ($8 = 'wallet'), the amount held, all or nothing, when every check of pay's general transaction
 -- (backend::pay::start_attempt_in_tx) would pass; otherwise nothing is written
 -- and the general transaction says why. backend/tests/api/pay_one_statement.rs
 -- feeds both the same cases and compares what they write.
@@ -12,28 +12,30 @@ WITH target AS (
       AND o.amount_cents = $4 AND o.currency = $5
       -- No attempt yet (else the submit joins the one a concurrent submit made).
       AND NOT EXISTS (SELECT FROM payment_attempts p WHERE p.order_no = o.order_no)
-      -- Available money covers the amount (else INSUFFICIENT_FUNDS): what is held
-      -- for the shopper's other payments in flight cannot be promised again.
-      AND a.balance_cents - a.held_cents >= o.amount_cents
+      -- A wallet payment: available money covers the amount (else INSUFFICIENT_FUNDS):
+      -- what is held for the shopper's other payments in flight cannot be promised
+      -- again. A platform payment needs no money of ours.
+      AND ($8 = 'platform' OR a.balance_cents - a.held_cents >= o.amount_cents)
     -- The rows the general path locks: order, then account.
     FOR UPDATE OF o, a
 ), attempt AS (
     -- UNIQUE request token and UNIQUE order: a token used before inserts nothing here,
     -- and the general path's insert names the constraint.
-    INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
-    SELECT $1, $2, order_no, amount_cents, currency, 202, $6 FROM target
+    INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method, response_status, response_body)
+    SELECT $1, $2, order_no, amount_cents, currency, $8, 202, $6 FROM target
     ON CONFLICT DO NOTHING
-    RETURNING payment_id, request_token, order_no, amount_cents, currency, response_status, response_body, submitted_at
+    RETURNING payment_id, request_token, order_no, amount_cents, currency, method, response_status, response_body, submitted_at
 ), held AS (
-    -- The hold, with the attempt: the pay that wins holds the money.
+    -- The hold, with a wallet attempt: the pay that wins holds the money.
     UPDATE accounts a SET held_cents = a.held_cents + t.amount_cents
     FROM target t JOIN attempt n ON n.order_no = t.order_no
-    WHERE a.account_id = t.account_id
+    WHERE a.account_id = t.account_id AND n.method = 'wallet'
     RETURNING a.account_id
 )
 SELECT payment_id AS "payment_id!", request_token AS "request_token!", order_no AS "order_no!",
-       amount_cents AS "amount_cents!", currency AS "currency!: Currency", response_status AS "response_status!",
+       amount_cents AS "amount_cents!", currency AS "currency!: Currency", method AS "method!: PaymentMethod",
+       response_status AS "response_status!",
        response_body AS "response_body!", submitted_at
 FROM attempt
-WHERE checkout_assert((SELECT count(*) FROM held) = (SELECT count(*) FROM attempt),
-                      'a new payment attempt left its hold unmade')
+WHERE checkout_assert((SELECT count(*) FROM held) = (SELECT count(*) FROM attempt WHERE method = 'wallet'),
+                      'a new wallet payment attempt left its hold unmade')

@@ -10,7 +10,8 @@ WITH due AS (
      ORDER BY coalesce(submitted_at, created_at) LIMIT $2)
 )
 SELECT o.order_no, p.payment_id, p.platform_payment_id AS "platform_payment_id: PlatformPaymentId",
-       p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
+       p.status AS "status: AttemptStatus", o.account_id,
+       CASE WHEN p.method = 'wallet' THEN o.amount_cents ELSE 0 END AS "hold_cents!"
 FROM due JOIN payment_attempts p ON p.payment_id = due.payment_id
      JOIN orders o ON o.order_no = p.order_no
 WHERE p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN') AND o.status = 'PENDING'

@@ -80,14 +80,18 @@ pub async fn hold(
     Ok(result.rows_affected() == 1)
 }
 
-/// Releases a hold (the payment failed). Returns false when less than
-/// `hold_cents` is held, which the caller treats as a broken invariant.
+/// Releases a hold (the payment failed or closed). Returns false when less
+/// than `hold_cents` is held, which the caller treats as a broken invariant.
+/// A hold of 0 (a platform payment holds nothing) touches no row.
 #[tracing::instrument(name = "db.accounts.release", skip(db))]
 pub async fn release(
     db: impl PgExecutor<'_>,
     account_id: Uuid,
     hold_cents: i64,
 ) -> sqlx::Result<bool> {
+    if hold_cents == 0 {
+        return Ok(true);
+    }
     let result = sqlx::query!(
         "UPDATE accounts SET held_cents = held_cents - $2
          WHERE account_id = $1 AND held_cents >= $2",

@@ -1,7 +1,7 @@
 //! `payment_attempts`: one per request token and one per order; holds the answer to replay.
 
 use crate::infra::tokens::TokenFingerprint;
-use api_types::{AttemptStatus, Currency, PlatformPaymentId};
+use api_types::{AttemptStatus, Currency, PaymentMethod, PlatformPaymentId};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -24,6 +24,8 @@ pub struct AttemptRow {
     pub amount_cents: i64,
     /// Currency of the amount.
     pub currency: Currency,
+    /// What pays: the wallet (held at pay) or the platform (nothing held).
+    pub method: PaymentMethod,
     /// HTTP status of the winner's answer.
     pub response_status: i16,
     /// Body of the winner's answer.
@@ -41,7 +43,7 @@ pub async fn find_by_token(
     sqlx::query_as!(
         AttemptRow,
         r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
-                  response_status, response_body, submitted_at
+                  method AS "method: PaymentMethod", response_status, response_body, submitted_at
            FROM payment_attempts WHERE request_token = $1"#,
         request_token,
     )
@@ -58,7 +60,7 @@ pub async fn find_by_order(
     sqlx::query_as!(
         AttemptRow,
         r#"SELECT payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
-                  response_status, response_body, submitted_at
+                  method AS "method: PaymentMethod", response_status, response_body, submitted_at
            FROM payment_attempts WHERE order_no = $1"#,
         order_no,
     )
@@ -79,6 +81,8 @@ pub struct NewAttempt<'a> {
     pub amount_cents: i64,
     /// Currency of the amount.
     pub currency: Currency,
+    /// What pays: a `wallet` attempt holds the amount, a `platform` one nothing.
+    pub method: PaymentMethod,
     /// HTTP status of the answer to replay.
     pub response_status: i16,
     /// Body of the answer to replay.
@@ -91,15 +95,16 @@ pub async fn insert(db: impl PgExecutor<'_>, new: NewAttempt<'_>) -> sqlx::Resul
     sqlx::query_as!(
         AttemptRow,
         r#"INSERT INTO payment_attempts
-               (payment_id, request_token, order_no, amount_cents, currency, response_status, response_body)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)
+               (payment_id, request_token, order_no, amount_cents, currency, method, response_status, response_body)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
            RETURNING payment_id, request_token, order_no, amount_cents, currency AS "currency: Currency",
-                     response_status, response_body, submitted_at"#,
+                     method AS "method: PaymentMethod", response_status, response_body, submitted_at"#,
         new.payment_id,
         new.request_token,
         new.order_no,
         new.amount_cents,
         new.currency.as_str(),
+        new.method.as_str(),
         new.response_status,
         new.response_body,
     )
@@ -112,9 +117,9 @@ pub const START_IN_ONE_SQL: &str = include_str!("../../sql/pay/start_attempt.sql
 
 /// Pay's common case in one statement (`sql/pay/start_attempt.sql`): when the
 /// order is PENDING, unexpired (against `now`), of the token's amount and
-/// currency, has no attempt yet and its account has the amount available, it
-/// locks order and account, inserts the attempt and holds the amount, all or
-/// nothing, and returns the attempt. Otherwise it writes nothing and returns
+/// currency, has no attempt yet and (for a wallet payment) its account has the
+/// amount available, it locks order and account, inserts the attempt and (for a
+/// wallet payment) holds the amount, all or nothing, and returns the attempt. Otherwise it writes nothing and returns
 /// `None`: the caller's general transaction then says exactly why (or joins
 /// the attempt a concurrent submit made).
 #[tracing::instrument(name = "db.attempts.start_in_one", skip(db, new, now), fields(order_no = new.order_no))]
@@ -133,6 +138,7 @@ pub async fn start_in_one(
         new.currency.as_str(),
         new.response_body,
         now,
+        new.method.as_str(),
     )
     .fetch_optional(db)
     .await
@@ -285,8 +291,9 @@ pub struct Claimed {
     pub status: AttemptStatus,
     /// The order's account (its hold is released when the order closes).
     pub account_id: Uuid,
-    /// The order's amount, held on the account.
-    pub amount_cents: i64,
+    /// What the order holds on the account: its amount for a wallet payment,
+    /// 0 for a platform one (which holds nothing).
+    pub hold_cents: i64,
 }
 
 /// Claims one open attempt of a PENDING order that is due for a query: its
@@ -335,7 +342,8 @@ pub async fn claim_expired(
         Claimed,
         r#"SELECT o.order_no, p.payment_id,
                   p.platform_payment_id AS "platform_payment_id: PlatformPaymentId",
-                  p.status AS "status: AttemptStatus", o.account_id, o.amount_cents
+                  p.status AS "status: AttemptStatus", o.account_id,
+                  CASE WHEN p.method = 'wallet' THEN o.amount_cents ELSE 0 END AS "hold_cents!"
            FROM orders o JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.status = 'PENDING' AND o.expires_at <= now()
              AND p.status IN ('CREATED', 'SUBMITTED', 'UNKNOWN')

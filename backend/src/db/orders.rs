@@ -1,7 +1,7 @@
 //! `orders` and their conditional state changes (the SQL mirror of `api_types::OrderStatus`).
 
 use crate::infra::tokens::TokenFingerprint;
-use api_types::{AttemptStatus, Currency, OrderStatus, PlatformPaymentId};
+use api_types::{AttemptStatus, Currency, OrderStatus, PaymentMethod, PlatformPaymentId};
 use checkout_rules::charge::Reference;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -34,6 +34,8 @@ pub struct OrderRow {
     pub expires_at: OffsetDateTime,
     /// Its payment attempt's status, if a pay started one.
     pub payment_status: Option<AttemptStatus>,
+    /// What pays for it (its attempt's method), if a pay started one.
+    pub payment_method: Option<PaymentMethod>,
     /// What refunds gave back so far.
     pub refunded_cents: i64,
 }
@@ -54,6 +56,7 @@ impl OrderRow {
             description: self.description.clone(),
             pay_url: format!("{public_origin}/pay/{}", self.order_no),
             payment_status: self.payment_status,
+            payment_method: self.payment_method,
             refunded_cents: self.refunded_cents,
         }
     }
@@ -87,7 +90,8 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
            VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                      status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
-                     NULL::text AS "payment_status?: AttemptStatus", refunded_cents"#,
+                     NULL::text AS "payment_status?: AttemptStatus",
+                     NULL::text AS "payment_method?: PaymentMethod", refunded_cents"#,
         new.order_no,
         new.shopper_id,
         new.account_id,
@@ -105,11 +109,11 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
 pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Option<OrderRow>> {
     sqlx::query_as!(
         OrderRow,
-        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
-                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus", refunded_cents
-           FROM orders WHERE order_no = $1"#,
+        r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
+                  o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
+                  o.expires_at, p.status AS "payment_status?: AttemptStatus",
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+           FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no WHERE o.order_no = $1"#,
         order_no,
     )
     .fetch_optional(db)
@@ -126,11 +130,12 @@ pub async fn find_owned(
 ) -> sqlx::Result<Option<OrderRow>> {
     sqlx::query_as!(
         OrderRow,
-        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
-                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus", refunded_cents
-           FROM orders WHERE order_no = $1 AND shopper_id = $2"#,
+        r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
+                  o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
+                  o.expires_at, p.status AS "payment_status?: AttemptStatus",
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+           FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
+           WHERE o.order_no = $1 AND o.shopper_id = $2"#,
         order_no,
         shopper_id,
     )
@@ -147,11 +152,12 @@ pub async fn list_for_shopper(
 ) -> sqlx::Result<Vec<OrderRow>> {
     sqlx::query_as!(
         OrderRow,
-        r#"SELECT order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
-                  status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
-                  (SELECT p.status FROM payment_attempts p WHERE p.order_no = orders.order_no)
-                      AS "payment_status?: AttemptStatus", refunded_cents
-           FROM orders WHERE shopper_id = $1 ORDER BY created_at DESC, order_no LIMIT $2"#,
+        r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
+                  o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
+                  o.expires_at, p.status AS "payment_status?: AttemptStatus",
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+           FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
+           WHERE o.shopper_id = $1 ORDER BY o.created_at DESC, o.order_no LIMIT $2"#,
         shopper_id,
         limit,
     )
@@ -187,16 +193,28 @@ pub struct LockedOrder {
     pub attempt_payment_id: Option<Uuid>,
     /// The platform's id for that payment, once recorded.
     pub attempt_platform_payment_id: Option<PlatformPaymentId>,
+    /// What pays for the attempt: the wallet (held at pay) or the platform.
+    pub attempt_method: Option<PaymentMethod>,
 }
 
 impl LockedOrder {
-    /// What this order may spend: the account's available money plus its own hold.
-    pub fn spendable_cents(&self) -> i64 {
-        checkout_rules::charge::spendable_cents(
-            self.balance_cents,
-            self.held_cents,
-            self.hold_cents,
+    /// What pays for this order, as the charge rule weighs it: the platform, or
+    /// the wallet spending its available money plus the order's own hold.
+    pub fn funds(&self) -> checkout_rules::charge::Funds {
+        checkout_rules::charge::Funds::of(
+            self.attempt_method,
+            checkout_rules::charge::spendable_cents(
+                self.balance_cents,
+                self.held_cents,
+                self.hold_cents,
+            ),
         )
+    }
+
+    /// Whether the wallet pays for this order (and a success deducts it, a
+    /// refund credits it back).
+    pub fn paid_by_wallet(&self) -> bool {
+        self.attempt_method != Some(PaymentMethod::Platform)
     }
 
     /// Whether a result naming `platform_payment_id` (and, when the platform
@@ -361,7 +379,8 @@ impl TokenRecords {
 }
 
 /// Closes an order whose payment the platform closed (or never had): PENDING
-/// -> CLOSED, its hold released and its attempt `CLOSED`, in the caller's
+/// -> CLOSED, its hold (`hold_cents`: 0 for a platform payment) released and
+/// its attempt `CLOSED`, in the caller's
 /// transaction (which holds the order's row lock). Returns false when the
 /// order was no longer PENDING.
 #[tracing::instrument(name = "db.orders.close_with_attempt", skip(tx))]
@@ -369,7 +388,7 @@ pub async fn close_with_attempt(
     tx: &mut sqlx::PgConnection,
     order_no: &str,
     account_id: Uuid,
-    amount_cents: i64,
+    hold_cents: i64,
 ) -> sqlx::Result<bool> {
     let closed = sqlx::query!(
         "UPDATE orders SET status = 'CLOSED', updated_at = now()
@@ -381,9 +400,9 @@ pub async fn close_with_attempt(
     if closed.rows_affected() != 1 {
         return Ok(false);
     }
-    if !crate::db::accounts::release(&mut *tx, account_id, amount_cents).await? {
+    if !crate::db::accounts::release(&mut *tx, account_id, hold_cents).await? {
         return Err(sqlx::Error::Protocol(format!(
-            "order {order_no} is closing but its account does not hold {amount_cents}"
+            "order {order_no} is closing but its account does not hold {hold_cents}"
         )));
     }
     sqlx::query!(

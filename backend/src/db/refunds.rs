@@ -251,8 +251,9 @@ pub async fn reserve(
 /// Books a succeeded refund in the caller's transaction (which holds the
 /// order's and account's row locks): the REFUND ledger row (at most one per
 /// refund number, and per callback id), the refund SUCCEEDED, the order's
-/// refunded total (REFUNDED once it equals the charge), the account credited.
-/// An automatic refund gives back money that never entered our books: it is
+/// refunded total (REFUNDED once it equals the charge), and, when the wallet
+/// paid (`to_wallet`), the account credited: a platform payment's refund goes
+/// back to the shopper's own account at the platform. An automatic refund gives back money that never entered our books: it is
 /// only marked SUCCEEDED. Returns false when nothing was written (the ledger
 /// already had its row, or the refund was no longer PENDING).
 #[tracing::instrument(name = "db.refunds.book_success", skip(tx))]
@@ -260,6 +261,7 @@ pub async fn book_success(
     tx: &mut PgConnection,
     refund: &RefundRow,
     account_id: Uuid,
+    to_wallet: bool,
     callback_id: &str,
     platform_refund_id: Option<&str>,
 ) -> sqlx::Result<bool> {
@@ -312,13 +314,15 @@ pub async fn book_success(
     )
     .execute(&mut *tx)
     .await?;
-    sqlx::query!(
-        "UPDATE accounts SET balance_cents = balance_cents + $2 WHERE account_id = $1",
-        account_id,
-        refund.amount_cents,
-    )
-    .execute(&mut *tx)
-    .await?;
+    if to_wallet {
+        sqlx::query!(
+            "UPDATE accounts SET balance_cents = balance_cents + $2 WHERE account_id = $1",
+            account_id,
+            refund.amount_cents,
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
     Ok(true)
 }
 

@@ -191,7 +191,7 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
     // 5 due: a claim must not read its way through the 20,000.
     orders_in_flight(&db, false).await;
     sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                        response_status, response_body, status, created_at, submitted_at)
          SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 202, '{}', 'SUBMITTED',
                 now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END),
@@ -308,9 +308,9 @@ async fn recording_hand_overs_probes_each_payment_not_every_hand_over_since_the_
         .expect("no autovacuum");
     orders_in_flight(&db, false).await;
     sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                        response_status, response_body, created_at)
-         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 202, '{}',
+         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 'wallet', 202, '{}',
                 now() - make_interval(secs => 20005 - k)
          FROM generate_series(1, 20005) k",
     )

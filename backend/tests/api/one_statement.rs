@@ -1,8 +1,8 @@
 //! The callback's first statement (`sql/callback/charge_in_one.sql`) against
 //! the general transaction and the pure rule it must agree with.
 //!
-//! Every case (event × order status × attempt × names in the callback × funds ×
-//! amount) is set up three times, on three twin orders with accounts of their
+//! Every case (event × order status × attempt × names in the callback × funds,
+//! the platform's or the wallet's × amount) is set up three times, on three twin orders with accounts of their
 //! own, and fed:
 //! - to the handler as it runs (`charge::apply_callback`: the one statement
 //!   first, the general transaction for what it leaves alone);
@@ -13,7 +13,8 @@
 //! The first two must answer the same and leave the same rows (order, account,
 //! attempt, callback, ledger, deliveries, anomalies, refunds). The third must
 //! charge exactly in the common case (`decide()` says Charge, amount and
-//! currency agree, the hold is in place, the reference is absent or canonical)
+//! currency agree, the hold is in place or the platform pays, the reference is
+//! absent or canonical)
 //! and write nothing at all in every other case.
 
 use crate::helpers::{equivalence, seeds, spawn_app};
@@ -63,6 +64,8 @@ enum Funds {
     NotHeld,
     /// Less than the amount, nothing held.
     Short,
+    /// The platform pays (a `platform` attempt): the wallet is empty and holds nothing.
+    Platform,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +93,7 @@ fn cases() -> Vec<Case> {
                         MerchantRef::Other,
                         MerchantRef::Garbage,
                     ] {
-                        for funds in [Funds::Held, Funds::NotHeld, Funds::Short] {
+                        for funds in [Funds::Held, Funds::NotHeld, Funds::Short, Funds::Platform] {
                             for order_amount in
                                 [(AMOUNT, "EUR"), (AMOUNT + 1, "EUR"), (AMOUNT, "USD")]
                             {
@@ -123,6 +126,12 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
         Funds::Held => (1_000, amount),
         Funds::NotHeld => (1_000, 0),
         Funds::Short => (amount - 1, 0),
+        Funds::Platform => (0, 0),
+    };
+    let method = if matches!(case.funds, Funds::Platform) {
+        "platform"
+    } else {
+        "wallet"
     };
     let account_id = seeds::account(db, currency, balance, held).await;
     let status = case.status.as_str();
@@ -152,9 +161,9 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
         };
         let platform_id = matches!(case.attempt, Attempt::Named).then(|| platform_id(&order_no));
         sqlx::query(
-            "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+            "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                            response_status, response_body, status, platform_payment_id, submitted_at)
-             VALUES ($1, $2, $3, $4, $5, 202, '{}', $6, $7, now())",
+             VALUES ($1, $2, $3, $4, $5, $8, 202, '{}', $6, $7, now())",
         )
         .bind(payment_id)
         .bind(Uuid::new_v4())
@@ -163,6 +172,7 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
         .bind(currency)
         .bind(attempt_status)
         .bind(platform_id)
+        .bind(method)
         .execute(db)
         .await
         .expect("attempt");
@@ -251,7 +261,7 @@ async fn rule(db: &PgPool, case: &Case, callback: &VerifiedCallback) -> (Decisio
         case.kind,
         order.status,
         reference,
-        order.spendable_cents(),
+        order.funds(),
         order.amount_cents,
     );
     let same_amount = order.amount_cents == data.amount_cents && order.currency == data.currency;
@@ -299,7 +309,7 @@ async fn run_case(
     let (decision, same_amount) = rule(db, &case, &callback_c).await;
     let common = decision == Decision::Charge
         && same_amount
-        && matches!(case.funds, Funds::Held)
+        && matches!(case.funds, Funds::Held | Funds::Platform)
         && matches!(
             case.merchant_ref,
             MerchantRef::Absent | MerchantRef::Canonical
@@ -345,12 +355,13 @@ async fn the_one_statement_and_the_general_transaction_agree_with_the_rule_on_ev
     let all = cases();
     let charged =
         equivalence::cases_agree(&all, |n, case| run_case(&db, &warm, &seen, n, case)).await;
-    // The PENDING successes with their hold and the same amount that name our
-    // payment: 2 merchant references (absent, canonical) x 3 ways of naming the
-    // platform's payment (an attempt whose platform id is not recorded yet,
-    // with either id; one recorded as ours). The synthetic states of the other
-    // cases are not all reachable, so the invariant checker is not run here.
-    assert_eq!(charged, 6, "cases the one statement charged by itself");
+    // The PENDING successes of the same amount that name our payment, held by
+    // the wallet or paid by the platform (2): 2 merchant references (absent,
+    // canonical) x 3 ways of naming the platform's payment (an attempt whose
+    // platform id is not recorded yet, with either id; one recorded as ours).
+    // The synthetic states of the other cases are not all reachable, so the
+    // invariant checker is not run here.
+    assert_eq!(charged, 12, "cases the one statement charged by itself");
 }
 
 #[tokio::test]

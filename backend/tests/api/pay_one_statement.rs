@@ -3,7 +3,7 @@
 //!
 //! Every case (order status × expiry × what the token says of amount and
 //! currency × an attempt already there × funds × the token used before on
-//! another order) is set up three times, on three twin orders with accounts
+//! another order × the payment method) is set up three times, on three twin orders with accounts
 //! of their own, and fed:
 //! - to pay as the handler runs it (`pay::start_attempt`: the one statement
 //!   first, the general transaction for what it leaves alone);
@@ -12,12 +12,12 @@
 //! - to the one statement alone (`attempts::start_in_one`).
 //!
 //! The first two must answer the same and leave the same rows (order, account,
-//! attempts). The third must start the attempt and hold the amount exactly
-//! where the general transaction makes a new attempt, writing what it writes,
+//! attempts). The third must start the attempt (and, for the wallet, hold the
+//! amount) exactly where the general transaction makes a new attempt, writing what it writes,
 //! and write nothing at all in every other case.
 
 use crate::helpers::{equivalence, seeds};
-use api_types::{Currency, OrderStatus};
+use api_types::{Currency, OrderStatus, PaymentMethod};
 use backend::db::attempts::{self, NewAttempt};
 use backend::db::warm::WarmConnections;
 use backend::infra::tokens::TokenBinding;
@@ -55,6 +55,8 @@ struct Case {
     funds: Funds,
     /// The token already made an attempt for another order.
     token_used: bool,
+    /// What pays: the wallet (held at pay) or the platform (nothing held).
+    method: PaymentMethod,
 }
 
 fn cases() -> Vec<Case> {
@@ -65,14 +67,17 @@ fn cases() -> Vec<Case> {
                 for has_attempt in [false, true] {
                     for funds in [Funds::Enough, Funds::HeldElsewhere, Funds::Short] {
                         for token_used in [false, true] {
-                            all.push(Case {
-                                status,
-                                expired,
-                                binding,
-                                has_attempt,
-                                funds,
-                                token_used,
-                            });
+                            for &method in PaymentMethod::ALL {
+                                all.push(Case {
+                                    status,
+                                    expired,
+                                    binding,
+                                    has_attempt,
+                                    funds,
+                                    token_used,
+                                    method,
+                                });
+                            }
                         }
                     }
                 }
@@ -119,9 +124,9 @@ async fn attempt(db: &PgPool, order_no: &str, token: Uuid, status: OrderStatus) 
         OrderStatus::Closed => "CLOSED",
     };
     sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                        response_status, response_body, status, submitted_at)
-         VALUES ($1, $2, $3, $4, 'EUR', 202, '{}', $5, now())",
+         VALUES ($1, $2, $3, $4, 'EUR', 'wallet', 202, '{}', $5, now())",
     )
     .bind(Uuid::new_v4())
     .bind(token)
@@ -170,7 +175,7 @@ async fn rows(db: &PgPool, order_no: &str, token: Uuid) -> Vec<String> {
          UNION ALL SELECT 'account ' || a.balance_cents || ' held ' || a.held_cents
            FROM accounts a JOIN orders o ON o.account_id = a.account_id WHERE o.order_no = $1
          UNION ALL SELECT 'attempt ' || status || ' ' || amount_cents || ' ' || currency || ' '
-                          || response_status || ' ours ' || (request_token = $2)
+                          || method || ' ' || response_status || ' ours ' || (request_token = $2)
            FROM payment_attempts WHERE order_no = $1
          UNION ALL SELECT 'token attempts ' || count(*) FROM payment_attempts WHERE request_token = $2
          ORDER BY 1",
@@ -186,7 +191,12 @@ async fn rows(db: &PgPool, order_no: &str, token: Uuid) -> Vec<String> {
 fn answer(result: Result<Started, backend::error::ApiError>) -> String {
     match result {
         Ok(Started::New(attempt)) => {
-            format!("new {} {}", attempt.amount_cents, attempt.currency.as_str())
+            format!(
+                "new {} {} {}",
+                attempt.amount_cents,
+                attempt.currency.as_str(),
+                attempt.method
+            )
         }
         Ok(Started::Joined(_)) => "joined".to_owned(),
         Err(err) => format!("{:?}", err.status_and_code()),
@@ -204,7 +214,8 @@ async fn run_case(
     let (order_c, token_c) = set_up(db, &case, "c", n).await;
     let body = serde_json::json!({"payment": "answer"});
 
-    let handler = answer(pay::start_attempt(db, warm, token_a, &binding(&case, &order_a)).await);
+    let handler =
+        answer(pay::start_attempt(db, warm, token_a, &binding(&case, &order_a), case.method).await);
     let binding_b = binding(&case, &order_b);
     let new_b = NewAttempt {
         payment_id: Uuid::new_v4(),
@@ -212,6 +223,7 @@ async fn run_case(
         order_no: &binding_b.order_no,
         amount_cents: binding_b.amount_cents,
         currency: binding_b.currency,
+        method: case.method,
         response_status: 202,
         response_body: &body,
     };
@@ -238,6 +250,7 @@ async fn run_case(
         order_no: &binding_c.order_no,
         amount_cents: binding_c.amount_cents,
         currency: binding_c.currency,
+        method: case.method,
         response_status: 202,
         response_body: &body,
     };
@@ -280,6 +293,7 @@ async fn pays_one_statement_and_its_general_transaction_agree_on_every_case() {
     let all = cases();
     let started = equivalence::cases_agree(&all, |n, case| run_case(&db, &warm, n, case)).await;
     // A PENDING, unexpired order with no attempt, the token's amount and
-    // currency, the amount available and a fresh token: the one case.
-    assert_eq!(started, 1, "cases the one statement started by itself");
+    // currency and a fresh token: by the wallet with the amount available (one
+    // case), by the platform whatever the wallet holds (three).
+    assert_eq!(started, 4, "cases the one statement started by itself");
 }

@@ -287,7 +287,8 @@ pub fn script(path: CallbackPath) -> anyhow::Result<String> {
 
 /// The pgbench script of pay's database work as the handler does it in one
 /// round trip: `backend::db::attempts::START_IN_ONE_SQL` (lock order and
-/// account, insert the attempt, hold the amount) for order `k`, taken like the
+/// account, insert the attempt, hold the amount: a wallet payment, as the
+/// sandbox's default) for order `k`, taken like the
 /// new-callback script's orders, with fresh ids.
 pub fn pay_script() -> anyhow::Result<String> {
     let args: Vec<String> = [
@@ -298,6 +299,7 @@ pub fn pay_script() -> anyhow::Result<String> {
         "'EUR'",
         "'{\"status\":\"PENDING\"}'::jsonb",
         "now()",
+        "'wallet'",
     ]
     .map(str::to_owned)
     .into();

@@ -158,8 +158,8 @@ impl OrderStock {
 
     /// Creates orders until at least `count` unused ones exist and hands the
     /// next `count` over, as a pay would have: each gets a `SUBMITTED` payment
-    /// attempt naming platform payment `PAYMENT_PREFIX || k` (the id the
-    /// bench's callbacks carry) and its amount held on its account, since a
+    /// wallet attempt naming platform payment `PAYMENT_PREFIX || k` (the id
+    /// the bench's callbacks carry) and its amount held on its account, since a
     /// success callback charges only a payment handed over. Orders handed over
     /// before are left as they are.
     pub async fn ensure_handed_over(&mut self, count: i64) -> anyhow::Result<()> {
@@ -167,10 +167,10 @@ impl OrderStock {
         sqlx::query(
             "WITH handed AS (
                  INSERT INTO payment_attempts
-                     (payment_id, request_token, order_no, amount_cents, currency, response_status,
+                     (payment_id, request_token, order_no, amount_cents, currency, method, response_status,
                       response_body, status, submitted_at, platform_payment_id)
                  SELECT md5('bench-attempt-' || k)::uuid, md5('bench-token-' || k)::uuid, o.order_no,
-                        o.amount_cents, o.currency, 202, '{}'::jsonb, 'SUBMITTED', now(), $4 || k
+                        o.amount_cents, o.currency, 'wallet', 202, '{}'::jsonb, 'SUBMITTED', now(), $4 || k
                  FROM generate_series($1, $2 - 1) k JOIN orders o ON o.order_no = $3 || lpad(k::text, 28, '0')
                  WHERE o.status = 'PENDING'
                    AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)

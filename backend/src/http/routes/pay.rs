@@ -52,7 +52,7 @@ const IN_FLIGHT_POLL: Duration = Duration::from_millis(20);
     params(("order_no" = String, Path, description = "The order number")),
     responses((status = 202, description = "The payment attempt (replays carry Idempotent-Replayed: true)", body = PayAccepted),
         (status = 409, description = "TOKEN_INVALID, ORDER_NOT_PAYABLE, or PAY_IN_PROGRESS (another submit of this token is still being recorded; retry after Retry-After with the same token)", body = api_types::ErrorBody),
-        (status = 422, description = "INSUFFICIENT_FUNDS", body = api_types::ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS (a wallet payment beyond the available balance), or PAYMENT_METHOD_UNAVAILABLE (a method `GET /api/platform` does not list; the token is not used up)", body = api_types::ErrorBody),
         ShopperErrors))]
 pub async fn pay(
     State(state): State<AppState>,
@@ -62,6 +62,15 @@ pub async fn pay(
 ) -> Result<Response, ApiError> {
     let shopper_id = signed_in.shopper_id;
     state.limits.pays.check(&shopper_id)?;
+    // Before the token is touched: a method not offered changes nothing.
+    let kind = state.platform.kind();
+    let method = kind.payment_method(body.method).ok_or_else(|| {
+        let offered: Vec<&str> = kind.payment_methods().iter().map(|m| m.as_str()).collect();
+        ApiError::PaymentMethodUnavailable {
+            asked: body.method.unwrap_or(api_types::PaymentMethod::Wallet),
+            offered: offered.join(", "),
+        }
+    })?;
     let token = body.request_token;
     let binding = match take_token(&state, token, &order_no, shopper_id).await? {
         Taken::Binding(binding) => binding,
@@ -69,11 +78,11 @@ pub async fn pay(
     };
     faults::crash_point("pay.after_getdel");
 
-    match pay::start_attempt(&state.db, &state.warm, token, &binding).await {
+    match pay::start_attempt(&state.db, &state.warm, token, &binding, method).await {
         Ok(Started::New(attempt)) => {
             faults::crash_point("pay.after_commit");
             record_payment_id(attempt.payment_id);
-            tracing::info!(%order_no, payment_id = %attempt.payment_id, "payment attempt created");
+            tracing::info!(%order_no, payment_id = %attempt.payment_id, method = %attempt.method, "payment attempt created");
             let answer = stored_answer(&attempt, false);
             // At most HAND_OVERS_IN_FLIGHT_MAX at once: with every slot taken
             // (a stalled platform), the committed attempt waits for the

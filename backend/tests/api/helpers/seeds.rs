@@ -86,10 +86,10 @@ pub async fn attempt(db: &PgPool, name: &str, times: Times, status: &str) -> Str
     let order_no = format!("due_{name}");
     order(db, &order_no, account_id, status == "SUCCEEDED").await;
     sqlx::query(
-        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency,
+        "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                        response_status, response_body, status, created_at,
                                        submitted_at, next_query_at)
-         VALUES ($1, $2, $3, 500, 'EUR', 202, '{}', $4, now() + make_interval(secs => $5),
+         VALUES ($1, $2, $3, 500, 'EUR', 'wallet', 202, '{}', $4, now() + make_interval(secs => $5),
                  now() + make_interval(secs => $6), now() + make_interval(secs => $7))",
     )
     .bind(Uuid::new_v4())

@@ -166,6 +166,7 @@ async fn pay_with_new_token(
         .with_context(|| format!("request-token for {order_no} answered no token"))?;
     let body = serde_json::to_vec(&PayRequest {
         request_token: token.request_token,
+        method: None,
     })?;
     let mut pay = Prepared::post_json(format!("/api/orders/{order_no}/pay"), body.into());
     pay.headers.insert(COOKIE, cookie.clone());
