@@ -610,6 +610,7 @@ mod tests {
             description: None,
             pay_url: "http://127.0.0.1:3000/pay/ord_1".into(),
             payment_status: Some(crate::AttemptStatus::Succeeded),
+            payment_method: Some(crate::PaymentMethod::Wallet),
             refunded_cents: 0,
         }
     }
@@ -626,11 +627,50 @@ mod tests {
         assert_eq!(old_text(paid_at), "2025-01-31T16:05:10.5+02:00");
         assert_eq!(
             json,
-            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1","payment_status":"SUCCEEDED","refunded_cents":0}"#
+            r#"{"order_no":"ord_1","account_id":"00000000-0000-0000-0000-000000000000","amount_cents":1250,"currency":"EUR","status":"PAID","created_at":"2025-01-31T14:05:09.123456Z","paid_at":"2025-01-31T16:05:10.5+02:00","expires_at":"2025-01-31T14:35:09Z","failure_reason":null,"description":null,"pay_url":"http://127.0.0.1:3000/pay/ord_1","payment_status":"SUCCEEDED","payment_method":"wallet","refunded_cents":0}"#
         );
         let back: Order = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, order);
         assert_eq!(back.paid_at.map(OffsetDateTime::offset), Some(offset!(+2)));
+    }
+
+    #[test]
+    fn a_pay_request_names_a_method_or_none_and_nothing_else() {
+        let token = Uuid::nil();
+        let none: PayRequest =
+            serde_json::from_value(serde_json::json!({"request_token": token})).expect("parses");
+        assert_eq!(none.method, None);
+        assert_eq!(
+            serde_json::to_value(&none).expect("serialises"),
+            serde_json::json!({"request_token": token})
+        );
+        let platform: PayRequest = serde_json::from_value(
+            serde_json::json!({"request_token": token, "method": "platform"}),
+        )
+        .expect("parses");
+        assert_eq!(platform.method, Some(crate::PaymentMethod::Platform));
+        for bad in ["card", "Wallet", "", "WALLET"] {
+            assert!(
+                serde_json::from_value::<PayRequest>(
+                    serde_json::json!({"request_token": token, "method": bad})
+                )
+                .is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_from_before_payment_methods_read_as_the_wallet() {
+        let accepted: PayAccepted = serde_json::from_value(serde_json::json!(
+            {"order_no": "ord_1", "payment_id": Uuid::nil(), "status": "PENDING"}
+        ))
+        .expect("parses");
+        assert_eq!(accepted.method, crate::PaymentMethod::Wallet);
+        let info: PlatformInfo =
+            serde_json::from_value(serde_json::json!({"platform": "sandbox", "sandbox": true}))
+                .expect("parses");
+        assert_eq!(info.methods, vec![crate::PaymentMethod::Wallet]);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 
 use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, ReconClass};
 use crate::{
-    AttemptStatus, Currency, OrderStatus, PlatformPaymentId, RefundRequester, RefundStatus,
+    AttemptStatus, Currency, OrderStatus, PaymentMethod, PlatformPaymentId, RefundRequester,
+    RefundStatus,
 };
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;

@@ -263,7 +263,8 @@ pub async fn list_unsubmitted(
     sqlx::query_as!(
         AttemptRow,
         r#"SELECT p.payment_id, p.request_token, p.order_no, p.amount_cents,
-                  p.currency AS "currency: Currency", p.response_status, p.response_body, p.submitted_at
+                  p.currency AS "currency: Currency", p.method AS "method: PaymentMethod",
+                  p.response_status, p.response_body, p.submitted_at
            FROM payment_attempts p JOIN orders o ON o.order_no = p.order_no
            WHERE p.submitted_at IS NULL AND p.status IN ('CREATED', 'UNKNOWN')
              AND p.created_at < now() - make_interval(secs => $1)

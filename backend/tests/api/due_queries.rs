@@ -193,7 +193,7 @@ async fn a_claim_reads_the_due_attempts_not_every_attempt_in_flight() {
     sqlx::query(
         "INSERT INTO payment_attempts (payment_id, request_token, order_no, amount_cents, currency, method,
                                        response_status, response_body, status, created_at, submitted_at)
-         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 202, '{}', 'SUBMITTED',
+         SELECT gen_random_uuid(), gen_random_uuid(), 'flight_' || k, 100, 'EUR', 'wallet', 202, '{}', 'SUBMITTED',
                 now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END),
                 now() - make_interval(secs => CASE WHEN k > 20000 THEN 600 ELSE k % 50 END)
          FROM generate_series(1, 20005) k",

@@ -117,7 +117,7 @@ async fn with_every_callback_dropped_the_query_alone_settles_50_orders_once_and_
         50,
         "every charge came from a query's answer"
     );
-    assert_eq!(app.balance(&account).await, 10_000);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(held(&app).await, 0);
     assert!(
         simulator.delivery_log().attempts().is_empty(),
@@ -152,7 +152,7 @@ async fn with_every_callback_dropped_the_query_alone_settles_50_orders_once_and_
         assert_eq!(response.status(), StatusCode::OK);
     }
     assert_eq!(app.count("payment_ledger").await, 50);
-    assert_eq!(app.balance(&account).await, 10_000);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.count("anomalies").await, 0);
     app.assert_invariants().await;
 }
@@ -189,7 +189,7 @@ async fn a_lost_hand_over_answer_with_no_callback_is_unknown_then_paid_once_by_t
 
     assert_eq!(paid.status, OrderStatus::Paid);
     assert_eq!(paid.payment_status, Some(AttemptStatus::Succeeded));
-    assert_eq!(app.balance(&account).await, 7_500);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.count("payment_ledger").await, 1);
     let (_, _, platform_payment_id) = attempt(&app, &order.order_no).await;
     let payment = simulator
@@ -200,15 +200,15 @@ async fn a_lost_hand_over_answer_with_no_callback_is_unknown_then_paid_once_by_t
 }
 
 #[tokio::test]
-async fn an_expired_order_whose_payment_is_still_processing_is_closed_at_the_platform_and_its_hold_released()
- {
+async fn an_expired_order_whose_payment_is_still_processing_is_closed_at_the_platform() {
     let (app, simulator) = app_with_platform(processing_for_an_hour(), |c| {
         c.order_ttl_secs = 2;
     })
     .await;
     let (account, order) = app.account_with_order(10_000, 2_500).await;
     pay(&app, &order.order_no).await;
-    assert_eq!(held(&app).await, 2_500);
+    // The platform pays: nothing is held on the wallet, before or after the close.
+    assert_eq!(held(&app).await, 0);
 
     let closed = app.wait_until_final(&order.order_no).await;
 
@@ -246,7 +246,7 @@ async fn an_expiry_racing_a_success_is_booked_once_when_the_close_answers_alread
     let paid = app.wait_until_final(&order.order_no).await;
 
     assert_eq!(paid.status, OrderStatus::Paid, "never CLOSED");
-    assert_eq!(app.balance(&account).await, 7_500);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(held(&app).await, 0);
     let (_, _, platform_payment_id) = attempt(&app, &order.order_no).await;
     let platform_payment_id = platform_payment_id.expect("recorded");
@@ -267,7 +267,7 @@ async fn an_expiry_racing_a_success_is_booked_once_when_the_close_answers_alread
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(app.count("payment_ledger").await, 1);
-    assert_eq!(app.balance(&account).await, 7_500);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.anomalies(&order.order_no).await, Vec::<String>::new());
     app.assert_invariants().await;
 }
@@ -307,8 +307,8 @@ async fn a_payment_without_a_result_is_flagged_stuck_once_after_the_scheduled_qu
     );
     assert_eq!(
         held(&app).await,
-        2_500,
-        "the hold stays while the payment is open"
+        0,
+        "a platform payment holds nothing, open or not"
     );
     assert!(
         simulator
@@ -386,7 +386,7 @@ async fn three_backends_running_the_workers_never_query_or_close_one_payment_at_
         }
     }
     assert_eq!(app.count("payment_ledger").await, 10);
-    assert_eq!(app.balance(&account).await, 90_000);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(held(&app).await, 0);
     app.assert_invariants().await;
     for other in others {

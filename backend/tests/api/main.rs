@@ -32,6 +32,7 @@ mod ownership;
 mod path_params;
 mod pay;
 mod pay_one_statement;
+mod payment_methods;
 mod reconcile;
 mod redis_outage;
 mod redis_sentinel;

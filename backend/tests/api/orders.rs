@@ -171,7 +171,8 @@ async fn the_platform_endpoint_says_the_sandbox_is_a_sandbox() {
     let body: serde_json::Value = response.json().await.expect("json");
     assert_eq!(
         body,
-        json!({"platform": "sandbox", "sandbox": true, "pays_by_qr_code": false, "demo_shoppers": []})
+        json!({"platform": "sandbox", "sandbox": true, "pays_by_qr_code": false,
+               "methods": ["wallet", "platform"], "demo_shoppers": []})
     );
 }
 

@@ -325,7 +325,7 @@ async fn refund_callbacks_in_copies_redelivered_and_repeated_under_new_ids_credi
     // Let the copies, redeliveries and the second success land.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
-    assert_eq!(app.balance(&account).await, 8_500, "credited once");
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.ledger_rows(None, "REFUND").await, 1);
     assert!(
         count(

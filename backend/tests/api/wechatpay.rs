@@ -279,7 +279,8 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
         |_| {},
     )
     .await;
-    let (account, order, payment_id) = app.submitted_cny_order(10_000, 2_450).await;
+    // A shopper with no wallet money: the platform takes the payment from their own account.
+    let (account, order, payment_id) = app.submitted_cny_order(0, 2_450).await;
 
     // While it is being paid the page can show WeChat Pay's code_url as a QR code.
     let code = app.qr_code_shown(&order, payment_id).await;
@@ -296,7 +297,7 @@ async fn a_shopper_pays_by_qr_code_and_the_notification_charges_once() {
 
     let paid = app.wait_until_final(&order.order_no).await;
     assert_eq!(paid.status, OrderStatus::Paid);
-    assert_eq!(app.balance(&account).await, 10_000 - 2_450);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(charges(&app, &order.order_no).await, 1);
     // The platform's transaction_id was booked, and our payment id came back in `attach`.
     let booked: String =
@@ -347,7 +348,7 @@ async fn the_incident_in_wechat_pay_format_charges_once() {
 
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
     assert_eq!(charges(&app, &order.order_no).await, 1);
-    assert_eq!(app.balance(&account).await, 7_000);
+    app.assert_wallet_untouched(&account).await;
     let outcomes = app.delivery_outcomes(&order.order_no).await;
     assert_eq!(outcomes.len(), 111);
     assert_eq!(outcomes.iter().filter(|o| *o == "CHARGED").count(), 1);
@@ -441,7 +442,7 @@ async fn another_merchant_or_another_amount_is_refused_with_an_anomaly() {
         ["AMOUNT_MISMATCH", "MERCHANT_MISMATCH", "MERCHANT_MISMATCH"]
     );
     assert_eq!(charges(&app, &order.order_no).await, 0);
-    assert_eq!(app.balance(&account).await, 10_000);
+    app.assert_wallet_untouched(&account).await;
     app.assert_invariants().await;
 }
 
@@ -518,7 +519,7 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
         .await;
     assert_eq!(refunds.len(), 1);
     assert_eq!(refunds[0].status, OurRefundStatus::Succeeded);
-    assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
+    app.assert_wallet_untouched(&account).await;
 
     // The refund's REFUND.SUCCESS again, 50 copies at once under one id and
     // under new ids: still one credit.
@@ -562,7 +563,7 @@ async fn a_refund_goes_through_wechat_pay_and_its_notification_storm_credits_onc
     for status in futures::future::join_all(storm).await {
         assert_eq!(status, StatusCode::NO_CONTENT);
     }
-    assert_eq!(app.balance(&account).await, 10_000 - 2_000 + 500);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.ledger_rows(Some(&order.order_no), "REFUND").await, 1);
     app.assert_invariants().await;
 }
@@ -668,7 +669,7 @@ async fn a_query_while_the_order_is_unpaid_leaves_the_real_success_to_charge_onc
     assert_eq!(answer.status(), StatusCode::NO_CONTENT);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
     assert_eq!(charges(&app, &order.order_no).await, 1);
-    assert_eq!(app.balance(&account).await, 10_000 - 3_000);
+    app.assert_wallet_untouched(&account).await;
     assert_eq!(app.held(&account).await, 0);
     assert!(
         app.anomalies(&order.order_no).await.is_empty(),
@@ -758,7 +759,7 @@ async fn a_lost_prepay_answer_then_an_unpaid_query_sends_the_prepay_again_and_sh
     assert_eq!(answer.status(), StatusCode::NO_CONTENT);
     assert_eq!(app.order(&order.order_no).await.status, OrderStatus::Paid);
     assert_eq!(charges(&app, &order.order_no).await, 1);
-    assert_eq!(app.balance(&account).await, 10_000 - 2_500);
+    app.assert_wallet_untouched(&account).await;
     assert!(app.anomalies(&order.order_no).await.is_empty());
     app.assert_invariants().await;
 }

@@ -14,6 +14,7 @@
 use crate::platform::{Answer, Callback, Notifier, Sender};
 use crate::processes::BackendProcess;
 use crate::shop::{PaidOrder, PaymentIds, Shopper};
+use api_types::PaymentMethod;
 use backend::invariants::{self, Report as InvariantReport, Violations};
 use futures::future::join_all;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -185,7 +186,8 @@ pub struct StormReport {
     pub orders: Vec<OrderOutcome>,
     /// Opening balance minus current balance of the storm's account.
     pub deducted_cents: i64,
-    /// What should have been deducted: one charge per order.
+    /// What should have been deducted: one charge per order when the wallet
+    /// pays, nothing when the platform does.
     pub expected_deduction_cents: i64,
     /// The backend's invariant checker over the whole database.
     pub invariants: Result<InvariantReport, Violations>,
@@ -351,6 +353,9 @@ pub struct IncidentRun {
     pub shopper: Shopper,
     /// The orders, as paid, in the order they were placed.
     pub paid: Vec<PaidOrder>,
+    /// Whether the shopper's wallet paid them (else the platform did, and no
+    /// wallet changes, not by the charges and not by refunds).
+    pub by_wallet: bool,
 }
 
 /// Runs the incident against `target` and reports what the database says.
@@ -362,6 +367,7 @@ pub async fn run(
     show_progress: bool,
 ) -> anyhow::Result<IncidentRun> {
     let total = incident.amount_cents * incident.orders as i64;
+    let by_wallet = crate::shop::default_method(&target.url).await? == PaymentMethod::Wallet;
     let currency = target.notifier.kind().currency();
     let shopper =
         crate::shop::open_shopper(&target.url, &target.admin_token, total * 2, currency).await?;
@@ -442,7 +448,7 @@ pub async fn run(
         phases,
         orders,
         deducted_cents,
-        expected_deduction_cents: total,
+        expected_deduction_cents: if by_wallet { total } else { 0 },
         invariants: invariants::check(&target.db).await?,
         expected_settlement: query_wait.map(|_| SettledBy::Query),
         query_wait,
@@ -451,6 +457,7 @@ pub async fn run(
         report,
         shopper,
         paid,
+        by_wallet,
     })
 }
 

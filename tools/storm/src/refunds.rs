@@ -226,7 +226,12 @@ pub async fn run(
         refunds.push(outcome(target, refund).await?);
     }
     let deducted_cents = incident::deducted(&target.db, &paid.shopper).await?;
-    let expected_credit_cents: i64 = handed_over.iter().map(|r| r.amount_cents).sum();
+    // A refund credits the wallet only when the wallet paid.
+    let expected_credit_cents: i64 = if paid.by_wallet {
+        handed_over.iter().map(|r| r.amount_cents).sum()
+    } else {
+        0
+    };
     Ok(RefundReport {
         replays: requested.into_iter().map(|(_, replay)| replay).collect(),
         phases,

@@ -30,6 +30,22 @@ pub struct Shopper {
     pub client: reqwest::Client,
 }
 
+/// What pays for a pay that names no method, as the run's pays do: the first
+/// of `GET /api/platform`'s `methods` (the wallet in the sandbox, the platform
+/// under every real one, which then changes no wallet).
+pub async fn default_method(url: &str) -> anyhow::Result<api_types::PaymentMethod> {
+    let info: api_types::api::PlatformInfo = reqwest::get(format!("{url}/api/platform"))
+        .await?
+        .error_for_status()
+        .context("cannot read GET /api/platform")?
+        .json()
+        .await?;
+    info.methods
+        .first()
+        .copied()
+        .context("GET /api/platform offers no payment method")
+}
+
 /// Creates a shopper holding `balance_cents` in `currency` through the admin API and signs them in.
 pub async fn open_shopper(
     url: &str,

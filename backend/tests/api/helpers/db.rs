@@ -31,6 +31,24 @@ impl TestApp {
             .expect("held")
     }
 
+    /// Asserts that the wallet did not pay: its balance is its opening
+    /// balance and it holds nothing (a platform payment, and its refunds,
+    /// never touch the shopper's wallet).
+    pub async fn assert_wallet_untouched(&self, account: &Account) {
+        let (opening, balance, held): (i64, i64, i64) = sqlx::query_as(
+            "SELECT opening_balance_cents, balance_cents, held_cents FROM accounts WHERE account_id = $1",
+        )
+        .bind(account.account_id)
+        .fetch_one(&self.db)
+        .await
+        .expect("account");
+        assert_eq!(
+            (balance, held),
+            (opening, 0),
+            "the wallet is untouched: balance {balance} (opened with {opening}), held {held}"
+        );
+    }
+
     /// Rows in a table (name from the test code only).
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
