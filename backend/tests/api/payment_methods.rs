@@ -3,7 +3,7 @@
 //! simulated one), which takes the shopper's own money: nothing held, no
 //! balance needed, no wallet changed, not by the charge and not by a refund.
 
-use crate::helpers::{ADMIN_TOKEN, error_code, spawn_app, spawn_app_paying_through};
+use crate::helpers::{error_code, spawn_app, spawn_app_paying_through};
 use api_types::api::{Order, PlatformInfo};
 use api_types::{OrderStatus, PaymentMethod};
 use futures::future::join_all;
@@ -26,6 +26,25 @@ async fn pay_by(
     .await
 }
 
+/// `POST /api/admin/shoppers` with no `balance_cents` at all; the new shopper
+/// (its wallet of 0), nobody signed in as them.
+async fn shopper_without_a_balance(app: &crate::helpers::TestApp) -> crate::helpers::Account {
+    let email = format!("no-wallet-{}@shop.test", Uuid::new_v4().simple());
+    let created = app
+        .post_shopper(
+            &json!({"email": email, "password": crate::helpers::PASSWORD, "currency": "EUR"}),
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: api_types::api::ShopperCreated = created.json().await.expect("body");
+    crate::helpers::Account {
+        account_id: created.account_id,
+        currency: api_types::Currency::EUR,
+        shopper_id: created.shopper_id,
+        email,
+    }
+}
+
 #[tokio::test]
 async fn the_sandbox_offers_the_wallet_first_and_its_simulated_platform() {
     let app = spawn_app().await;
@@ -41,21 +60,7 @@ async fn the_sandbox_offers_the_wallet_first_and_its_simulated_platform() {
 #[tokio::test]
 async fn a_shopper_created_without_a_balance_pays_by_platform_and_no_wallet_changes() {
     let app = spawn_app().await;
-    // Created with no `balance_cents` at all: a wallet of 0.
-    let email = format!("no-wallet-{}@shop.test", Uuid::new_v4().simple());
-    let created = app
-        .post_shopper(
-            &json!({"email": email, "password": crate::helpers::PASSWORD, "currency": "EUR"}),
-        )
-        .await;
-    assert_eq!(created.status(), StatusCode::CREATED);
-    let created: api_types::api::ShopperCreated = created.json().await.expect("body");
-    let account = crate::helpers::Account {
-        account_id: created.account_id,
-        currency: api_types::Currency::EUR,
-        shopper_id: created.shopper_id,
-        email,
-    };
+    let account = shopper_without_a_balance(&app).await;
     app.sign_in_as(&app.http, &account).await;
     assert_eq!(app.balance(&account).await, 0);
     let order = app.create_order(&account, 2_000).await;
@@ -242,37 +247,26 @@ async fn a_method_the_platform_does_not_offer_is_422_changes_nothing_and_leaves_
 }
 
 #[tokio::test]
-async fn the_admin_creates_a_shopper_without_a_balance_and_refuses_a_negative_one() {
+async fn the_admin_refuses_a_negative_balance_and_opens_a_wallet_of_0_without_one() {
     let app = spawn_app().await;
-    let email = format!("plain-{}@shop.test", Uuid::new_v4().simple());
     let before = app.snapshot().await;
 
     let negative = app
         .post_shopper(
-            &json!({"email": email, "password": crate::helpers::PASSWORD,
+            &json!({"email": "negative@shop.test", "password": crate::helpers::PASSWORD,
                               "balance_cents": -1, "currency": "EUR"}),
         )
         .await;
+
     assert_eq!(negative.status(), StatusCode::BAD_REQUEST);
     assert_eq!(app.snapshot().await, before);
-
-    let created = app
-        .post_shopper(
-            &json!({"email": email, "password": crate::helpers::PASSWORD, "currency": "EUR"}),
-        )
-        .await;
-    assert_eq!(created.status(), StatusCode::CREATED);
-    let created: api_types::api::ShopperCreated = created.json().await.expect("body");
-    let account: Value = app
-        .http
-        .get(app.url(&format!("/api/admin/accounts/{}", created.account_id)))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(account["balance_cents"], 0);
-    assert_eq!(account["opening_balance_cents"], 0);
+    let account = shopper_without_a_balance(&app).await;
+    let (opening, balance, held): (i64, i64, i64) = sqlx::query_as(
+        "SELECT opening_balance_cents, balance_cents, held_cents FROM accounts WHERE account_id = $1",
+    )
+    .bind(account.account_id)
+    .fetch_one(&app.db)
+    .await
+    .expect("the wallet");
+    assert_eq!((opening, balance, held), (0, 0, 0));
 }
