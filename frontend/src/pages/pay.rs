@@ -53,6 +53,7 @@ impl Controller {
                     sleep(delay_ms).await;
                     let body = PayRequest {
                         request_token: token,
+                        method: None,
                     };
                     match api::pay(order_no, &body).await {
                         Ok(accepted) => Event::PayAccepted(accepted),
