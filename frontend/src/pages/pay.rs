@@ -98,7 +98,7 @@ pub fn PayPage(
     /// The order to pay, from the URL.
     order_no: String,
     /// Which platform takes the payment (a QR code is shown for those paid by scanning one).
-    platform: LocalResource<Result<PlatformInfo, api::ApiError>>,
+    platform: ReadSignal<Option<PlatformInfo>>,
 ) -> impl IntoView {
     let code_src = format!("/api/orders/{order_no}/payment-code.svg");
     let order_no: Arc<str> = order_no.into();
@@ -129,8 +129,8 @@ pub fn PayPage(
     let scan_code = move || {
         view_model.read().scan_code
             && platform
-                .get()
-                .and_then(Result::ok)
+                .read()
+                .as_ref()
                 .is_some_and(|info| info.pays_by_qr_code)
     };
     let pay_button = move || view_model.read().pay_button;
