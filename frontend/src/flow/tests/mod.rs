@@ -9,7 +9,7 @@ mod view;
 use crate::api::ApiError;
 use crate::api::RefundSummary;
 use crate::flow::{Effect, Event, PayFlow};
-use api_types::api::{Order, PayAccepted, RequestToken};
+use api_types::api::{Order, PayAccepted, PlatformInfo, RequestToken};
 use api_types::{
     Currency, ErrorBody, ErrorCode, OrderStatus, PaymentMethod, RefundRequester, RefundStatus,
 };
@@ -68,6 +68,22 @@ fn accepted() -> PayAccepted {
         status: OrderStatus::Pending,
         method: PaymentMethod::Wallet,
     }
+}
+
+/// `GET /api/platform` of a backend on `platform` offering `methods`.
+fn platform(platform: &str, methods: &[PaymentMethod]) -> PlatformInfo {
+    PlatformInfo {
+        platform: platform.into(),
+        sandbox: platform == "sandbox",
+        pays_by_qr_code: matches!(platform, "wechatpay" | "alipay"),
+        methods: methods.to_vec(),
+        demo_shoppers: Vec::new(),
+    }
+}
+
+/// The sandbox's answer: the wallet (its default) or its simulated platform.
+fn sandbox() -> PlatformInfo {
+    platform("sandbox", &[PaymentMethod::Wallet, PaymentMethod::Platform])
 }
 
 fn server_error(status: u16, code: ErrorCode) -> ApiError {
