@@ -38,8 +38,14 @@ pub fn App() -> impl IntoView {
         .and_then(|l| l.search().ok())
         .unwrap_or_default();
     // Read once, by the frame (sandbox badge), the sign-in page (demo shoppers)
-    // and the payment page (QR code platforms).
-    let platform = LocalResource::new(api::platform);
+    // and the payment page (QR code platforms, payment methods): None until it
+    // answers, and when it cannot. A signal written once, not a `LocalResource`
+    // (see the shop's).
+    let platform = RwSignal::new(None);
+    leptos::task::spawn_local(async move {
+        platform.set(api::platform().await.ok());
+    });
+    let platform = platform.read_only();
     let route = Route::from_location(&path, &search);
     let signed_in = matches!(route, Route::Shop | Route::Pay { .. });
     let page = match route {

@@ -3,7 +3,6 @@
 //! session), main landmark, footer.
 
 use super::SignOutButton;
-use crate::api::ApiError;
 use api_types::api::PlatformInfo;
 use leptos::prelude::*;
 
@@ -11,7 +10,7 @@ use leptos::prelude::*;
 #[component]
 pub fn Frame(
     /// `GET /api/platform`, read once for the whole app.
-    platform: LocalResource<Result<PlatformInfo, ApiError>>,
+    platform: ReadSignal<Option<PlatformInfo>>,
     /// Whether the page needs a session (it then offers "Sign out").
     signed_in: bool,
     /// The page itself.
@@ -19,12 +18,7 @@ pub fn Frame(
 ) -> impl IntoView {
     // Unknown until the backend answers, and when it cannot: no badge then,
     // because the badge only ever warns, it never reassures.
-    let sandbox = move || {
-        platform
-            .get()
-            .and_then(Result::ok)
-            .is_some_and(|info| info.sandbox)
-    };
+    let sandbox = move || platform.read().as_ref().is_some_and(|info| info.sandbox);
     view! {
         <a class="skip-link" href="#main">"Skip to content"</a>
         <header class="site-header">

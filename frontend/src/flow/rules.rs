@@ -4,8 +4,8 @@
 
 use super::texts::Notice;
 use crate::api::{ApiError, RefundSummary};
-use api_types::ErrorCode;
-use api_types::api::{Order, PayAccepted, RequestToken};
+use api_types::api::{Order, PayAccepted, PlatformInfo, RequestToken};
+use api_types::{ErrorCode, PaymentMethod};
 use uuid::Uuid;
 
 /// Waits before each automatic re-send of a pay request that got no answer.
@@ -117,6 +117,11 @@ pub enum Event {
     RefundsFetched(Vec<RefundSummary>),
     /// `GET /api/orders/{order_no}/refunds` failed.
     RefundsFetchFailed(ApiError),
+    /// `GET /api/platform` answered: which platform takes the payments, and
+    /// the payment methods it offers.
+    PlatformRead(PlatformInfo),
+    /// The shopper chose how to pay (one of [`PayFlow::choices`]).
+    MethodChosen(PaymentMethod),
 }
 
 /// Work the page must do after a state change.
@@ -133,6 +138,9 @@ pub enum Effect {
     Submit {
         /// The token to send.
         token: Uuid,
+        /// The payment method to name; `None` (the backend's default) when
+        /// the page did not know the platform's methods at the press.
+        method: Option<PaymentMethod>,
         /// Wait this long first (0: now).
         delay_ms: u32,
     },
@@ -160,6 +168,16 @@ pub struct PayFlow {
     /// The final order's refunds as last fetched, oldest first; empty until
     /// they arrive, when there are none, or when they could not be read.
     pub refunds: Vec<RefundSummary>,
+    /// Which platform takes the payments (`GET /api/platform`'s `platform`);
+    /// empty until read.
+    pub platform: String,
+    /// The payment methods it offers, the default first; empty until read.
+    pub methods: Vec<PaymentMethod>,
+    /// What this page pays with: the platform's default until the shopper
+    /// chooses another; from "Pay now" on, what the pay names, and once the
+    /// backend accepted it, the method of the order's attempt (which a second
+    /// page for the order joins). `None` until the platform is read.
+    pub method: Option<PaymentMethod>,
 }
 
 impl Default for PayFlow {
@@ -178,6 +196,9 @@ impl PayFlow {
             payment_id: None,
             tokens_requested: 0,
             refunds: Vec::new(),
+            platform: String::new(),
+            methods: Vec::new(),
+            method: None,
         }
     }
 
@@ -233,19 +254,16 @@ impl PayFlow {
                 self.request_token()
             }
 
-            (Phase::Ready { token }, Event::PayPressed) => {
+            (Phase::Ready { token }, Event::PayPressed)
+            | (Phase::SubmitStalled { token }, Event::RetryPressed) => {
                 self.notice = None;
                 self.phase = Phase::Submitting { token, retry: 0 };
-                vec![Effect::Submit { token, delay_ms: 0 }]
-            }
-            (Phase::SubmitStalled { token }, Event::RetryPressed) => {
-                self.notice = None;
-                self.phase = Phase::Submitting { token, retry: 0 };
-                vec![Effect::Submit { token, delay_ms: 0 }]
+                vec![self.submit(token, 0)]
             }
             (Phase::Submitting { .. }, Event::PayAccepted(accepted)) => {
                 self.notice = None;
                 self.payment_id = Some(accepted.payment_id);
+                self.method = Some(accepted.method);
                 self.phase = Phase::Processing { polls: 0 };
                 vec![Effect::FetchOrder {
                     delay_ms: POLL_INTERVAL_MS,
@@ -291,7 +309,47 @@ impl PayFlow {
             // read); the order's own status still says whether it was refunded.
             (Phase::Done, Event::RefundsFetchFailed(_)) => vec![],
 
+            (_, Event::PlatformRead(info)) => {
+                self.method = self.method.or(info.methods.first().copied());
+                self.platform = info.platform;
+                self.methods = info.methods;
+                vec![]
+            }
+            (_, Event::MethodChosen(method)) => {
+                if self.choices().contains(&method) {
+                    self.method = Some(method);
+                }
+                vec![]
+            }
+
             _ => vec![],
+        }
+    }
+
+    /// The methods the shopper may choose between now: every one offered,
+    /// when there are several, until "Pay now" is pressed or the order has a
+    /// payment attempt (whose method then pays); else none.
+    pub fn choices(&self) -> &[PaymentMethod] {
+        let open = matches!(
+            self.phase,
+            Phase::FetchingToken | Phase::TokenUnavailable | Phase::Ready { .. }
+        ) && self
+            .order
+            .as_ref()
+            .is_some_and(|order| order.payment_method.is_none());
+        if open && self.methods.len() > 1 {
+            &self.methods
+        } else {
+            &[]
+        }
+    }
+
+    /// The pay request for `token`, naming this page's method.
+    fn submit(&self, token: Uuid, delay_ms: u32) -> Effect {
+        Effect::Submit {
+            token,
+            method: self.method,
+            delay_ms,
         }
     }
 
@@ -349,7 +407,7 @@ impl PayFlow {
                         Notice::Retrying
                     });
                     self.phase = Phase::Submitting { token, retry: next };
-                    vec![Effect::Submit { token, delay_ms }]
+                    vec![self.submit(token, delay_ms)]
                 }
                 None => self.verify(token, Doubt::NoAnswer),
             };

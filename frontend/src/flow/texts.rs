@@ -7,7 +7,7 @@
 //! change together. Tests keep the literal strings on purpose: a changed
 //! word should be a deliberate change to a test too.
 
-use api_types::RefundStatus;
+use api_types::{PaymentMethod, RefundStatus};
 
 /// The pay button, while paying is possible.
 pub const PAY_NOW: &str = "Pay now";
@@ -59,6 +59,18 @@ pub const RECEIPT_REFUNDED_SUMMARY: &str = "Your payment was given back in full.
 /// (not to the shopper's balance with us).
 pub const REFUND_AUTOMATIC: &str =
     "Returned automatically to where it came from: a payment we could not book.";
+
+/// A payment method's name: the shopper's wallet, or the platform
+/// (`GET /api/platform`'s `platform`) that takes the money.
+pub fn method_name(method: PaymentMethod, platform: &str) -> &'static str {
+    match (method, platform) {
+        (PaymentMethod::Wallet, _) => "Wallet balance",
+        (_, "wechatpay") => "WeChat Pay",
+        (_, "alipay") => "Alipay",
+        (_, "sandbox") => "Simulated payment platform",
+        _ => "Payment platform",
+    }
+}
 
 /// A refund's status in words, for its line under the receipt.
 pub fn refund_status(status: RefundStatus) -> &'static str {

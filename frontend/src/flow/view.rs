@@ -9,7 +9,9 @@ use super::texts::{self, Notice};
 use crate::api::RefundSummary;
 use crate::format::format_timestamp;
 use api_types::api::{Account, Order};
-use api_types::{AttemptStatus, OrderStatus, RefundRequester, RefundStatus, format_minor};
+use api_types::{
+    AttemptStatus, OrderStatus, PaymentMethod, RefundRequester, RefundStatus, format_minor,
+};
 
 impl PayFlow {
     /// What the page shows for this state.
@@ -91,7 +93,18 @@ impl PayFlow {
             }
             _ => None,
         };
+        // A final order names its own method only (one closed unpaid names none).
+        let method = match self.order.as_ref() {
+            Some(order) if order.status.is_final() => order.payment_method,
+            Some(order) => order.payment_method.or(self.method),
+            None => None,
+        };
+        let name = |method| texts::method_name(method, &self.platform);
+        let choices: Vec<_> = self.choices().iter().map(|&m| (m, name(m))).collect();
         PayView {
+            method,
+            method_name: method.filter(|_| choices.is_empty()).map(name),
+            choices,
             scan_code: matches!(self.phase, Phase::Processing { .. })
                 && self.order.as_ref().and_then(|order| order.payment_status)
                     == Some(AttemptStatus::Submitted),
@@ -149,6 +162,15 @@ pub enum Outcome {
 /// Everything the payment page renders, derived from [`PayFlow`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayView {
+    /// What pays: the order's method once it has a payment attempt, else
+    /// (while it is pending) the one this page chose; `None` when unknown.
+    pub method: Option<PaymentMethod>,
+    /// [`PayView::method`] named, for the line that says what pays, when the
+    /// shopper has nothing to choose.
+    pub method_name: Option<&'static str>,
+    /// The methods to choose from, with their names, the default first;
+    /// empty when there is no choice ([`PayFlow::choices`]).
+    pub choices: Vec<(PaymentMethod, &'static str)>,
     /// The platform has the payment and waits for the shopper: a platform
     /// paid by QR code shows its code now.
     pub scan_code: bool,
@@ -195,10 +217,15 @@ impl RefundLine {
     }
 }
 
-/// The balance of the account the order charges, formatted, when it is one of
-/// the shopper's `accounts`.
-pub fn balance_text(order: Option<&Order>, accounts: &[Account]) -> Option<String> {
-    let order = order?;
+/// The balance of the account the order charges, formatted, when the wallet
+/// pays (`method`, [`PayView::method`]) and the account is one of the
+/// shopper's `accounts`. A payment through the platform shows no balance.
+pub fn balance_text(
+    order: Option<&Order>,
+    method: Option<PaymentMethod>,
+    accounts: &[Account],
+) -> Option<String> {
+    let order = order.filter(|_| method == Some(PaymentMethod::Wallet))?;
     accounts
         .iter()
         .find(|account| account.account_id == order.account_id)

@@ -8,6 +8,7 @@
 use crate::components::{NoticeBox, StatusBadge};
 use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, SCAN_TO_PAY, balance_text};
 use crate::{api, or_sign_in, sign_in_again};
+use api_types::PaymentMethod;
 use api_types::api::{Account, PayRequest, PlatformInfo};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -49,10 +50,15 @@ impl Controller {
                     Ok(token) => Event::TokenIssued(token),
                     Err(err) => Event::TokenFailed(err),
                 },
-                Effect::Submit { token, delay_ms } => {
+                Effect::Submit {
+                    token,
+                    method,
+                    delay_ms,
+                } => {
                     sleep(delay_ms).await;
                     let body = PayRequest {
                         request_token: token,
+                        method,
                     };
                     match api::pay(order_no, &body).await {
                         Ok(accepted) => Event::PayAccepted(accepted),
@@ -97,7 +103,7 @@ pub fn PayPage(
     /// The order to pay, from the URL.
     order_no: String,
     /// Which platform takes the payment (a QR code is shown for those paid by scanning one).
-    platform: LocalResource<Result<PlatformInfo, api::ApiError>>,
+    platform: ReadSignal<Option<PlatformInfo>>,
 ) -> impl IntoView {
     let code_src = format!("/api/orders/{order_no}/payment-code.svg");
     let order_no: Arc<str> = order_no.into();
@@ -113,12 +119,26 @@ pub fn PayPage(
         let controller = controller.clone();
         async move { controller.refresh_balance().await }
     });
+    // The platform's name and the methods it offers, once read: the flow
+    // takes the first as the default until the shopper chooses another.
+    leptos::prelude::Effect::new({
+        let controller = controller.clone();
+        move || {
+            if let Some(info) = platform.get() {
+                controller.dispatch(Event::PlatformRead(info));
+            }
+        }
+    });
 
     let flow = controller.flow;
     let accounts = controller.accounts;
     // One memo: the page re-renders only when what it shows changes, not on every poll.
     let view_model = Memo::new(move |_| flow.read().view());
-    let balance = move || balance_text(flow.read().order.as_ref(), &accounts.read());
+    let balance = move || {
+        let method = view_model.read().method;
+        balance_text(flow.read().order.as_ref(), method, &accounts.read())
+    };
+
     let description = move || {
         flow.read()
             .order
@@ -128,8 +148,8 @@ pub fn PayPage(
     let scan_code = move || {
         view_model.read().scan_code
             && platform
-                .get()
-                .and_then(Result::ok)
+                .read()
+                .as_ref()
                 .is_some_and(|info| info.pays_by_qr_code)
     };
     let pay_button = move || view_model.read().pay_button;
@@ -186,20 +206,76 @@ pub fn PayPage(
                         }}
                     </dd>
                 </div>
+                // One closure for the line naming what pays and the balance,
+                // which only a wallet payment shows.
                 {move || {
-                    balance()
-                        .map(|text| {
-                            view! {
-                                <div>
-                                    <dt>"Your balance"</dt>
-                                    <dd id="balance" data-testid="balance">
-                                        {text}
-                                    </dd>
-                                </div>
-                            }
-                        })
+                    let method = view_model.read().method_name.map(|name| {
+                        view! {
+                            <div>
+                                <dt>"Payment method"</dt>
+                                <dd id="method" data-testid="method">
+                                    {name}
+                                </dd>
+                            </div>
+                        }
+                    });
+                    let balance = balance().map(|text| {
+                        view! {
+                            <div>
+                                <dt>"Your balance"</dt>
+                                <dd id="balance" data-testid="balance">
+                                    {text}
+                                </dd>
+                            </div>
+                        }
+                    });
+                    (method, balance)
                 }}
             </dl>
+
+            // "Pay with", while the shopper may choose. A change of the view
+            // patches these same elements, so a radio keeps the focus.
+            {
+                let controller = controller.clone();
+                move || {
+                    let view = view_model.read();
+                    let chosen = view.method;
+                    let controller = controller.clone();
+                    (!view.choices.is_empty())
+                        .then(|| {
+                            let radios = view
+                                .choices
+                                .iter()
+                                .map(|&(method, name)| {
+                                    let id = match method {
+                                        PaymentMethod::Wallet => "method-wallet",
+                                        PaymentMethod::Platform => "method-platform",
+                                    };
+                                    let controller = controller.clone();
+                                    view! {
+                                        <label>
+                                            <input
+                                                type="radio"
+                                                name="method"
+                                                id=id
+                                                data-testid=id
+                                                checked=chosen == Some(method)
+                                                on:change=move |_| controller.dispatch(Event::MethodChosen(method))
+                                            />
+                                            {name}
+                                        </label>
+                                    }
+                                })
+                                .collect_view();
+                            view! {
+                                <fieldset id="methods" class="methods">
+                                    <legend>"Pay with"</legend>
+                                    {radios}
+                                </fieldset>
+                            }
+                        })
+                }
+            }
 
             <NoticeBox notice=move || view_model.read().notice />
 

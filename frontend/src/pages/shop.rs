@@ -43,7 +43,11 @@ async fn load_shop() -> Result<Shop, ApiError> {
 /// The shop.
 #[component]
 pub fn ShopPage() -> impl IntoView {
-    let shop = LocalResource::new(load_shop);
+    // A signal written once, not a `LocalResource`: with the platform's in
+    // `App`, those were the app's last resources, and without them the .wasm
+    // carries none of their async machinery (about 10 KiB of its gzip budget).
+    let shop = RwSignal::new(None);
+    spawn_local(async move { shop.set(Some(load_shop().await)) });
     // The SKU being bought, while its order is being placed.
     let buying = RwSignal::new(None::<String>);
     let problem = RwSignal::new(None::<String>);

@@ -18,7 +18,7 @@ pub fn SignInPage(
     /// Where to go after signing in (a path on this site), the shop when `None`.
     next: Option<String>,
     /// `GET /api/platform`, for the demo shoppers.
-    platform: LocalResource<Result<PlatformInfo, ApiError>>,
+    platform: ReadSignal<Option<PlatformInfo>>,
 ) -> impl IntoView {
     // Uncontrolled inputs: their values are read when the form is submitted.
     let email = NodeRef::<Input>::new();
@@ -56,9 +56,9 @@ pub fn SignInPage(
     };
     let demo_shoppers = move || {
         platform
-            .get()
-            .and_then(Result::ok)
-            .map(|info| info.demo_shoppers)
+            .read()
+            .as_ref()
+            .map(|info| info.demo_shoppers.clone())
             .unwrap_or_default()
     };
 

@@ -9,8 +9,10 @@ mod view;
 use crate::api::ApiError;
 use crate::api::RefundSummary;
 use crate::flow::{Effect, Event, PayFlow};
-use api_types::api::{Order, PayAccepted, RequestToken};
-use api_types::{Currency, ErrorBody, ErrorCode, OrderStatus, RefundRequester, RefundStatus};
+use api_types::api::{Order, PayAccepted, PlatformInfo, RequestToken};
+use api_types::{
+    Currency, ErrorBody, ErrorCode, OrderStatus, PaymentMethod, RefundRequester, RefundStatus,
+};
 use time::macros::datetime;
 use uuid::Uuid;
 
@@ -33,6 +35,7 @@ fn order(status: OrderStatus) -> Order {
         description: Some("Coffee beans, 1 kg".into()),
         pay_url: "http://127.0.0.1:3000/pay/ORD1".into(),
         payment_status: None,
+        payment_method: None,
         refunded_cents: if status == OrderStatus::Refunded {
             1_250
         } else {
@@ -63,7 +66,24 @@ fn accepted() -> PayAccepted {
         order_no: "ORD1".into(),
         payment_id: Uuid::from_u128(99),
         status: OrderStatus::Pending,
+        method: PaymentMethod::Wallet,
     }
+}
+
+/// `GET /api/platform` of a backend on `platform` offering `methods`.
+fn platform(platform: &str, methods: &[PaymentMethod]) -> PlatformInfo {
+    PlatformInfo {
+        platform: platform.into(),
+        sandbox: platform == "sandbox",
+        pays_by_qr_code: matches!(platform, "wechatpay" | "alipay"),
+        methods: methods.to_vec(),
+        demo_shoppers: Vec::new(),
+    }
+}
+
+/// The sandbox's answer: the wallet (its default) or its simulated platform.
+fn sandbox() -> PlatformInfo {
+    platform("sandbox", &[PaymentMethod::Wallet, PaymentMethod::Platform])
 }
 
 fn server_error(status: u16, code: ErrorCode) -> ApiError {

@@ -1,13 +1,15 @@
 //! The reducer: which effects each event leads to, how many tokens a page
 //! load asks for, and which failures are retried with the same token.
 
-use super::{accepted, network, order, ready, refund, server_error, token};
+use super::{accepted, network, order, platform, ready, refund, sandbox, server_error, token};
 use crate::api::ApiError;
 use crate::flow::{
     Doubt, Effect, Event, MAX_POLLS, Notice, Outcome, POLL_INTERVAL_MS, PayButton, PayFlow, Phase,
     SUBMIT_RETRY_DELAYS_MS, submit_retry_delay,
 };
-use api_types::{AttemptStatus, ErrorBody, ErrorCode, OrderStatus, RefundRequester, RefundStatus};
+use api_types::{
+    AttemptStatus, ErrorBody, ErrorCode, OrderStatus, PaymentMethod, RefundRequester, RefundStatus,
+};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -53,6 +55,7 @@ fn many_clicks_submit_once() {
         first,
         vec![Effect::Submit {
             token: Uuid::from_u128(1),
+            method: None,
             delay_ms: 0
         }]
     );
@@ -150,7 +153,11 @@ fn a_network_failure_resends_the_same_token_with_backoff_then_stalls() {
     for delay_ms in SUBMIT_RETRY_DELAYS_MS {
         assert_eq!(
             flow.apply(Event::PayFailed(network())),
-            vec![Effect::Submit { token, delay_ms }]
+            vec![Effect::Submit {
+                token,
+                method: None,
+                delay_ms
+            }]
         );
         assert_eq!(flow.notice, Some(Notice::Retrying));
     }
@@ -173,7 +180,11 @@ fn a_network_failure_resends_the_same_token_with_backoff_then_stalls() {
     // "Try again" re-sends the same token; no new token is asked for.
     assert_eq!(
         flow.apply(Event::RetryPressed),
-        vec![Effect::Submit { token, delay_ms: 0 }]
+        vec![Effect::Submit {
+            token,
+            method: None,
+            delay_ms: 0
+        }]
     );
     assert_eq!(flow.tokens_requested, 1);
     // A gateway error page counts as "no answer" too.
@@ -181,6 +192,7 @@ fn a_network_failure_resends_the_same_token_with_backoff_then_stalls() {
         flow.apply(Event::PayFailed(ApiError::Http { status: 502 })),
         vec![Effect::Submit {
             token,
+            method: None,
             delay_ms: SUBMIT_RETRY_DELAYS_MS[0]
         }]
     );
@@ -209,6 +221,7 @@ fn a_refused_token_gets_exactly_one_fresh_token_and_the_shopper_presses_again() 
         flow.apply(Event::PayPressed),
         vec![Effect::Submit {
             token: Uuid::from_u128(2),
+            method: None,
             delay_ms: 0
         }]
     );
@@ -526,6 +539,7 @@ fn pay_in_progress_resends_the_same_token_after_retry_after_and_takes_the_replay
         flow.apply(Event::PayFailed(in_progress)),
         vec![Effect::Submit {
             token,
+            method: None,
             delay_ms: 2_000
         }]
     );
@@ -595,4 +609,150 @@ fn no_failed_pay_request_says_nothing_was_charged_before_the_order_was_read() {
             assert_eq!(flow.notice, None, "{err:?}");
         }
     }
+}
+
+#[test]
+fn the_pay_names_the_platforms_default_method_until_the_shopper_chooses_another() {
+    let token = Uuid::from_u128(1);
+    let mut flow = ready();
+    assert!(flow.apply(Event::PlatformRead(sandbox())).is_empty());
+    assert_eq!(
+        flow.method,
+        Some(PaymentMethod::Wallet),
+        "the first offered"
+    );
+    assert_eq!(
+        flow.choices(),
+        [PaymentMethod::Wallet, PaymentMethod::Platform]
+    );
+    assert!(
+        flow.apply(Event::MethodChosen(PaymentMethod::Platform))
+            .is_empty()
+    );
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token,
+            method: Some(PaymentMethod::Platform),
+            delay_ms: 0
+        }]
+    );
+    // From the press on the choice is closed: a re-send names the same method.
+    assert!(flow.choices().is_empty());
+    flow.apply(Event::MethodChosen(PaymentMethod::Wallet));
+    assert_eq!(flow.method, Some(PaymentMethod::Platform));
+    assert_eq!(
+        flow.apply(Event::PayFailed(network())),
+        vec![Effect::Submit {
+            token,
+            method: Some(PaymentMethod::Platform),
+            delay_ms: SUBMIT_RETRY_DELAYS_MS[0]
+        }]
+    );
+}
+
+#[test]
+fn the_platform_read_before_the_order_gives_the_same_default() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::PlatformRead(sandbox()));
+    // Nothing to choose before the order is known.
+    assert!(flow.choices().is_empty());
+    flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    flow.apply(Event::TokenIssued(token(1)));
+    assert_eq!(flow.choices().len(), 2);
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(1),
+            method: Some(PaymentMethod::Wallet),
+            delay_ms: 0
+        }]
+    );
+}
+
+#[test]
+fn a_platform_offering_one_method_offers_no_choice_and_pays_with_it() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(platform(
+        "wechatpay",
+        &[PaymentMethod::Platform],
+    )));
+    assert!(flow.choices().is_empty());
+    flow.apply(Event::MethodChosen(PaymentMethod::Wallet));
+    assert_eq!(flow.method, Some(PaymentMethod::Platform));
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(1),
+            method: Some(PaymentMethod::Platform),
+            delay_ms: 0
+        }]
+    );
+}
+
+#[test]
+fn an_order_with_a_payment_attempt_offers_no_choice_and_its_method_pays() {
+    // A second page for an order another page is paying by the platform.
+    let mut paying = order(OrderStatus::Pending);
+    paying.payment_status = Some(AttemptStatus::Submitted);
+    paying.payment_method = Some(PaymentMethod::Platform);
+    let mut flow = PayFlow::new();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::OrderFetched(paying));
+    flow.apply(Event::TokenIssued(token(1)));
+    assert!(flow.choices().is_empty());
+    flow.apply(Event::MethodChosen(PaymentMethod::Platform));
+    let view = flow.view();
+    assert_eq!(view.method, Some(PaymentMethod::Platform));
+    assert_eq!(view.method_name, Some("Simulated payment platform"));
+}
+
+#[test]
+fn the_accepted_payments_method_is_what_pays() {
+    // Both pages loaded before either paid; the other one's wallet attempt
+    // came first, and this page's pay joined it.
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::MethodChosen(PaymentMethod::Platform));
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayAccepted(accepted()));
+    assert_eq!(flow.method, Some(PaymentMethod::Wallet));
+    assert_eq!(flow.view().method, Some(PaymentMethod::Wallet));
+}
+
+#[test]
+fn a_renewed_token_opens_the_choice_again() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayFailed(server_error(409, ErrorCode::TokenInvalid)));
+    assert!(flow.choices().is_empty(), "not while the order is read");
+    flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    flow.apply(Event::TokenIssued(token(2)));
+    flow.apply(Event::MethodChosen(PaymentMethod::Platform));
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(2),
+            method: Some(PaymentMethod::Platform),
+            delay_ms: 0
+        }]
+    );
+}
+
+#[test]
+fn without_the_platform_the_pay_names_no_method() {
+    // GET /api/platform failed: the backend's default pays.
+    let mut flow = ready();
+    assert_eq!(flow.method, None);
+    assert!(flow.choices().is_empty());
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(1),
+            method: None,
+            delay_ms: 0
+        }]
+    );
+    assert_eq!(flow.view().method_name, None);
 }

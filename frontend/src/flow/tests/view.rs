@@ -1,9 +1,9 @@
 //! What the page shows: which buttons, which outcome, whose balance.
 
-use super::{accepted, eur, order, ready, refund};
+use super::{accepted, eur, order, platform, ready, refund, sandbox};
 use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
 use api_types::api::Account;
-use api_types::{OrderStatus, RefundRequester, RefundStatus};
+use api_types::{OrderStatus, PaymentMethod, RefundRequester, RefundStatus};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -77,13 +77,119 @@ fn the_balance_is_shown_only_for_the_account_the_order_charges() {
         currency: "USD".parse().expect("valid currency"),
     };
     let pending = order(OrderStatus::Pending);
+    let wallet = Some(PaymentMethod::Wallet);
     assert_eq!(
-        balance_text(Some(&pending), &[other.clone(), charged.clone()]).as_deref(),
+        balance_text(Some(&pending), wallet, &[other.clone(), charged.clone()]).as_deref(),
         Some("1,000.00 EUR")
     );
-    assert_eq!(balance_text(None, &[charged]), None);
-    assert_eq!(balance_text(Some(&pending), &[]), None);
-    assert_eq!(balance_text(Some(&pending), &[other]), None);
+    assert_eq!(balance_text(None, wallet, &[charged]), None);
+    assert_eq!(balance_text(Some(&pending), wallet, &[]), None);
+    assert_eq!(balance_text(Some(&pending), wallet, &[other]), None);
+}
+
+#[test]
+fn the_balance_is_shown_for_a_wallet_payment_only() {
+    let account = Account {
+        account_id: Uuid::nil(),
+        balance_cents: 100_000,
+        currency: eur(),
+    };
+    let accounts = [account];
+    let pending = order(OrderStatus::Pending);
+    assert_eq!(
+        balance_text(Some(&pending), Some(PaymentMethod::Wallet), &accounts).as_deref(),
+        Some("1,000.00 EUR")
+    );
+    // The platform takes the money from the shopper's own account: no balance of ours.
+    assert_eq!(
+        balance_text(Some(&pending), Some(PaymentMethod::Platform), &accounts),
+        None
+    );
+    // Unknown (the platform could not be read): no balance either.
+    assert_eq!(balance_text(Some(&pending), None, &accounts), None);
+
+    // On the page: the chosen method before the pay, the order's after.
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    assert_eq!(flow.view().method, Some(PaymentMethod::Wallet));
+    flow.apply(Event::MethodChosen(PaymentMethod::Platform));
+    assert_eq!(flow.view().method, Some(PaymentMethod::Platform));
+    flow.apply(Event::PayPressed);
+    flow.apply(Event::PayAccepted(accepted()));
+    let mut paid = order(OrderStatus::Paid);
+    paid.payment_method = Some(PaymentMethod::Platform);
+    flow.apply(Event::OrderFetched(paid));
+    assert_eq!(flow.view().method, Some(PaymentMethod::Platform));
+}
+
+#[test]
+fn each_method_is_named_after_what_pays() {
+    let named = |name: &str, method| {
+        let mut flow = PayFlow::new();
+        flow.apply(Event::PlatformRead(platform(name, &[method])));
+        flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+        flow.view().method_name
+    };
+    assert_eq!(
+        named("wechatpay", PaymentMethod::Platform),
+        Some("WeChat Pay")
+    );
+    assert_eq!(named("alipay", PaymentMethod::Platform), Some("Alipay"));
+    assert_eq!(
+        named("remote", PaymentMethod::Platform),
+        Some("Payment platform")
+    );
+    assert_eq!(
+        named("sandbox", PaymentMethod::Platform),
+        Some("Simulated payment platform")
+    );
+    assert_eq!(
+        named("sandbox", PaymentMethod::Wallet),
+        Some("Wallet balance")
+    );
+}
+
+#[test]
+fn the_sandbox_offers_a_choice_of_two_with_the_wallet_checked() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    assert_eq!(
+        flow.choices(),
+        [PaymentMethod::Wallet, PaymentMethod::Platform]
+    );
+    let view = flow.view();
+    assert_eq!(
+        view.choices,
+        vec![
+            (PaymentMethod::Wallet, "Wallet balance"),
+            (PaymentMethod::Platform, "Simulated payment platform"),
+        ]
+    );
+    assert_eq!(view.method, Some(PaymentMethod::Wallet));
+    // The radios say what pays: no line of its own.
+    assert_eq!(view.method_name, None);
+    // Once pressed, the choice is gone and the line names what pays.
+    flow.apply(Event::PayPressed);
+    let view = flow.view();
+    assert!(view.choices.is_empty());
+    assert_eq!(view.method_name, Some("Wallet balance"));
+}
+
+#[test]
+fn a_final_order_names_only_its_own_method() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::OrderFetched(order(OrderStatus::Closed)));
+    let view = flow.view();
+    assert_eq!((view.method, view.method_name), (None, None));
+    assert!(view.choices.is_empty());
+
+    let mut paid = order(OrderStatus::Paid);
+    paid.payment_method = Some(PaymentMethod::Platform);
+    let mut flow = PayFlow::new();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::OrderFetched(paid));
+    assert_eq!(flow.view().method_name, Some("Simulated payment platform"));
 }
 
 #[test]

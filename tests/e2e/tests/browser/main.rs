@@ -16,6 +16,7 @@ mod offline_while_paying;
 mod ops_console;
 mod ownership;
 mod pay_once;
+mod payment_methods;
 mod qr_platforms;
 mod redis_outage;
 mod refunds;

@@ -59,6 +59,15 @@ impl TestApp {
         self.client().find(Locator::Id(id)).await.is_ok()
     }
 
+    /// Whether the checkbox or radio input with this id is checked, when present.
+    pub async fn is_checked(&self, id: &str) -> Option<bool> {
+        self.js(&format!(
+            "return document.getElementById('{id}')?.checked ?? null;"
+        ))
+        .await
+        .as_bool()
+    }
+
     /// The current value of the input with this id.
     pub async fn value_of(&self, id: &str) -> String {
         self.js(&format!("return document.getElementById('{id}').value;"))

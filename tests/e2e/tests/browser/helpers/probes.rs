@@ -32,6 +32,15 @@ impl TestApp {
         .await
     }
 
+    /// The method of the order's payment attempt (`wallet` or `platform`).
+    pub async fn attempt_method(&self, order_no: &str) -> String {
+        sqlx::query_scalar("SELECT method FROM payment_attempts WHERE order_no = $1")
+            .bind(order_no)
+            .fetch_one(&self.db)
+            .await
+            .expect("the order has a payment attempt")
+    }
+
     /// The order's status in the database.
     pub async fn db_status(&self, order_no: &str) -> String {
         sqlx::query_scalar("SELECT status FROM orders WHERE order_no = $1")
@@ -60,11 +69,12 @@ impl TestApp {
         .expect("the demo shopper's account exists")
     }
 
-    /// Fails unless the order was charged exactly once, by one attempt, and the
-    /// balance went down by exactly its amount.
+    /// Fails unless the order was charged exactly once, by one attempt paid
+    /// from the wallet, and the balance went down by exactly its amount.
     pub async fn assert_charged_once(&self, order: &Order) {
         let no = &order.order_no;
         assert_eq!(self.attempts(no).await, 1, "payment attempts of {no}");
+        assert_eq!(self.attempt_method(no).await, "wallet", "what paid {no}");
         assert_eq!(self.charges(no).await, 1, "ledger charges of {no}");
         assert_eq!(self.db_status(no).await, "PAID");
         let (opening, current) = self.balances().await;
@@ -73,6 +83,19 @@ impl TestApp {
             opening - order.amount_cents,
             "balance after one charge"
         );
+    }
+
+    /// Fails unless the order was paid exactly once, by one attempt through
+    /// the platform, and the balance did not move: the platform took the
+    /// money from the shopper's own account, not from the wallet.
+    pub async fn assert_paid_by_platform_once(&self, order: &Order) {
+        let no = &order.order_no;
+        assert_eq!(self.attempts(no).await, 1, "payment attempts of {no}");
+        assert_eq!(self.attempt_method(no).await, "platform", "what paid {no}");
+        assert_eq!(self.charges(no).await, 1, "ledger charges of {no}");
+        assert_eq!(self.db_status(no).await, "PAID");
+        let (opening, current) = self.balances().await;
+        assert_eq!(current, opening, "the wallet untouched");
     }
 
     /// Fails unless nothing at all was charged.
