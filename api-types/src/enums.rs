@@ -32,10 +32,25 @@ macro_rules! text_enum {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         pub enum $name {
             $( $(#[$vmeta])* #[serde(rename = $text)] $variant, )+
         }
+
+        // Written out, not derived: the derive reads `rename = $text` from
+        // inside a macro as no rename at all and would describe the variants'
+        // Rust names instead of their wire spellings.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
 
         impl $name {
             /// Every variant, in declaration order.

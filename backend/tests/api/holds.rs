@@ -84,7 +84,9 @@ async fn a_failed_payment_releases_its_hold() {
 
 #[tokio::test]
 async fn money_held_for_one_order_cannot_pay_another_until_it_is_released() {
-    let app = spawn_app().await;
+    // The decline comes 3 s after the pay: the second pay must see the hold
+    // however slowly a loaded machine runs the test.
+    let app = spawn_app_with(|c| c.sandbox_callback_delay_ms = 3_000).await;
     let account = app.create_account(1_500, "EUR").await;
     let declined = app.create_order(&account, 1_013).await;
     let other = app.create_order(&account, 1_000).await;

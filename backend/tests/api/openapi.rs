@@ -111,6 +111,50 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
 }
 
 #[tokio::test]
+async fn every_named_set_is_described_by_its_wire_spellings() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+
+    let described = |name: &str| -> Vec<String> {
+        let values = doc["components"]["schemas"][name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is described as an enum: {doc:#}"));
+        values
+            .iter()
+            .map(|v| v.as_str().expect("text").to_owned())
+            .collect()
+    };
+    let spelled = |all: &[&str]| all.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        described("PaymentMethod"),
+        spelled(
+            &api_types::PaymentMethod::ALL
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+        )
+    );
+    assert_eq!(
+        described("RefundStatus"),
+        spelled(
+            &api_types::RefundStatus::ALL
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+        )
+    );
+    assert_eq!(
+        described("OrderStatus"),
+        spelled(
+            &api_types::OrderStatus::ALL
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+        )
+    );
+}
+
+#[tokio::test]
 async fn every_described_operation_is_a_route_that_answers() {
     let app = spawn_app().await;
     let doc = document(&app).await;
