@@ -150,6 +150,10 @@ BEGIN
             ('public', 'idempotency_keys',      'SELECT, INSERT'),
             ('public', 'payment_callbacks',     'SELECT, INSERT'),
             ('public', 'payment_ledger',        'SELECT, INSERT'),
+            -- The double-entry books: entries are never changed or removed (a trigger
+            -- refuses it too); ledger accounts are opened on first use.
+            ('public', 'transfers',             'SELECT, INSERT'),
+            ('public', 'ledger_accounts',       'SELECT, INSERT'),
             ('public', 'callback_deliveries',   'SELECT, INSERT'),
             ('public', 'anomalies',             'SELECT, INSERT, UPDATE (resolved_at, resolved_by, resolution_note)'),
             ('public', 'reconciliation_items',  'SELECT, INSERT'),

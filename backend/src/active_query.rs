@@ -346,7 +346,13 @@ async fn unnamed(
         claimed.order_no
     );
     anyhow::ensure!(
-        crate::db::accounts::release(&mut **tx, claimed.account_id, claimed.hold_cents).await?,
+        crate::db::accounts::release(
+            tx,
+            claimed.account_id,
+            claimed.payment_id,
+            claimed.hold_cents
+        )
+        .await?,
         "the hold of order {} is missing",
         claimed.order_no
     );
@@ -457,6 +463,7 @@ pub(crate) async fn close(
             tx,
             &claimed.order_no,
             claimed.account_id,
+            claimed.payment_id,
             claimed.hold_cents
         )
         .await?,

@@ -36,6 +36,7 @@ use crate::callback::{Applied, VerifiedCallback, delivery, log_delivery};
 use crate::db::accounts;
 use crate::db::anomalies;
 use crate::db::attempts;
+use crate::db::books;
 use crate::db::callbacks::{self, FirstLook, NewCallback};
 use crate::db::ledger::{self, NewCharge};
 use crate::db::orders::{self, LockedOrder};
@@ -289,6 +290,25 @@ async fn execute(
             if !inserted {
                 return Err(broken("order already has a CHARGE"));
             }
+            // The same movement in the double-entry books: from the wallet
+            // (posting its hold) or from the platform's clearing account, to the merchant.
+            let payer = if order.paid_by_wallet() {
+                books::Payer::Wallet {
+                    account_id: order.account_id,
+                    hold_of: order.attempt_payment_id.filter(|_| order.hold_cents > 0),
+                }
+            } else {
+                books::Payer::Platform
+            };
+            books::charge(
+                tx,
+                &callback.callback_id,
+                &order.order_no,
+                order.amount_cents,
+                order.currency,
+                payer,
+            )
+            .await?;
             if !orders::mark_paid(&mut **tx, &order.order_no).await? {
                 return Err(broken("order left PENDING"));
             }
@@ -319,7 +339,13 @@ async fn execute(
                 return Err(broken("order left PENDING"));
             }
             if order.hold_cents > 0
-                && !accounts::release(&mut **tx, order.account_id, order.hold_cents).await?
+                && !accounts::release(
+                    tx,
+                    order.account_id,
+                    order.attempt_payment_id.unwrap_or_default(),
+                    order.hold_cents,
+                )
+                .await?
             {
                 return Err(broken("hold missing"));
             }

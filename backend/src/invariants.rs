@@ -27,6 +27,15 @@
 //!     and every such success has its automatic refund (except the order's own
 //!     payment named under a wrong reference while PENDING: it may still be charged).
 //!
+//! 11. the double-entry books (`transfers`) agree: every wallet's balance is its
+//!     posted credits less its posted debits and its hold its unresolved HOLDs;
+//!     per order, charged - refunded equals the merchant's entries for it; every
+//!     CHARGE and REFUND row has its transfer and no transfer lacks its row; the
+//!     suspense account holds exactly the automatic refunds not yet given back;
+//!     a hold is open only while its order is PENDING. (In each currency all
+//!     debits equal all credits by construction: a transfer is one row, both sides
+//!     in its currency by foreign key.)
+//!
 //! Per-order checks matter: conservation alone (4) would miss a double charge of
 //! one order that was balanced by a missing charge of another.
 
@@ -302,6 +311,8 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
         ));
     }
 
+    books(db, &mut violations).await?;
+
     if !violations.is_empty() {
         return Ok(Err(Violations(violations)));
     }
@@ -330,4 +341,140 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
         charges,
         accounts,
     }))
+}
+
+/// Invariant 11: the double-entry books against the wallets, the single-entry
+/// ledger and the refunds.
+async fn books(db: &PgPool, violations: &mut Vec<String>) -> anyhow::Result<()> {
+    let wallets = sqlx::query!(
+        r#"WITH open_holds AS (
+               SELECT h.debit_account_id AS account_id, h.amount_cents FROM transfers h
+               WHERE h.kind = 'HOLD' AND NOT EXISTS (SELECT FROM transfers r WHERE r.pending_id = h.transfer_id)
+           ), entries AS (
+               SELECT credit_account_id AS account_id, amount_cents AS posted, 0::bigint AS pending
+               FROM transfers WHERE kind NOT IN ('HOLD', 'VOID')
+               UNION ALL SELECT debit_account_id, -amount_cents, 0 FROM transfers WHERE kind NOT IN ('HOLD', 'VOID')
+               UNION ALL SELECT account_id, 0, amount_cents FROM open_holds
+           ), sums AS (
+               SELECT account_id, sum(posted)::bigint AS posted, sum(pending)::bigint AS pending
+               FROM entries GROUP BY account_id
+           )
+           SELECT a.account_id, a.balance_cents, a.held_cents,
+                  coalesce(s.posted, 0)::bigint AS "posted!", coalesce(s.pending, 0)::bigint AS "pending!"
+           FROM accounts a LEFT JOIN sums s ON s.account_id = a.account_id
+           WHERE a.balance_cents <> coalesce(s.posted, 0) OR a.held_cents <> coalesce(s.pending, 0)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in wallets {
+        violations.push(format!(
+            "wallet {}: balance {} held {}, but its entries post {} and hold {}",
+            row.account_id, row.balance_cents, row.held_cents, row.posted, row.pending
+        ));
+    }
+
+    let orders = sqlx::query!(
+        r#"WITH ledger AS (
+               SELECT order_no, sum(CASE kind WHEN 'CHARGE' THEN amount_cents ELSE -amount_cents END)::bigint AS net
+               FROM payment_ledger GROUP BY order_no
+           ), merchant AS (
+               SELECT t.order_no,
+                      sum(CASE WHEN t.credit_account_id = m.ledger_account_id THEN t.amount_cents
+                               ELSE -t.amount_cents END)::bigint AS net
+               FROM transfers t JOIN ledger_accounts m
+                    ON m.kind = 'MERCHANT' AND m.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
+               WHERE t.kind IN ('CHARGE', 'REFUND') GROUP BY t.order_no
+           )
+           SELECT o.order_no, coalesce(l.net, 0)::bigint AS "ledger!", coalesce(m.net, 0)::bigint AS "merchant!"
+           FROM orders o LEFT JOIN ledger l ON l.order_no = o.order_no
+                LEFT JOIN merchant m ON m.order_no = o.order_no
+           WHERE coalesce(l.net, 0) <> coalesce(m.net, 0)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in orders {
+        violations.push(format!(
+            "order {}: charged - refunded is {}, but the merchant's entries for it are {}",
+            row.order_no, row.ledger, row.merchant
+        ));
+    }
+
+    let unpaired = sqlx::query!(
+        r#"SELECT coalesce(l.kind, t.kind) AS "kind!", coalesce(l.order_no, t.order_no) AS order_no,
+                  l.amount_cents AS "ledger?", t.amount_cents AS "transfer?"
+           FROM (SELECT kind, order_no, amount_cents,
+                        CASE kind WHEN 'CHARGE' THEN 'charge:' || callback_id ELSE 'refund:' || refund_no END AS transfer_id
+                 FROM payment_ledger) l
+           FULL JOIN (SELECT * FROM transfers WHERE kind IN ('CHARGE', 'REFUND')) t ON t.transfer_id = l.transfer_id
+           WHERE l.transfer_id IS NULL OR t.transfer_id IS NULL OR l.amount_cents <> t.amount_cents
+              OR l.order_no IS DISTINCT FROM t.order_no"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in unpaired {
+        violations.push(format!(
+            "{} of order {:?}: ledger row {:?}, transfer {:?}",
+            row.kind, row.order_no, row.ledger, row.transfer
+        ));
+    }
+
+    let suspense = sqlx::query!(
+        r#"WITH held AS (
+               SELECT s.currency,
+                      sum(CASE WHEN t.credit_account_id = s.ledger_account_id THEN t.amount_cents
+                               ELSE -t.amount_cents END)::bigint AS balance
+               FROM ledger_accounts s JOIN transfers t ON s.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
+               WHERE s.kind = 'SUSPENSE' GROUP BY s.currency
+           ), owed AS (
+               SELECT currency, sum(amount_cents)::bigint AS open FROM refunds
+               WHERE requested_by = 'automatic' AND status <> 'SUCCEEDED' GROUP BY currency
+           )
+           SELECT coalesce(h.currency, o.currency) AS "currency!", coalesce(h.balance, 0)::bigint AS "balance!",
+                  coalesce(o.open, 0)::bigint AS "open!"
+           FROM held h FULL JOIN owed o ON o.currency = h.currency
+           WHERE coalesce(h.balance, 0) <> coalesce(o.open, 0)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in suspense {
+        violations.push(format!(
+            "suspense {}: holds {}, but the automatic refunds not given back total {}",
+            row.currency, row.balance, row.open
+        ));
+    }
+
+    let automatic = sqlx::query!(
+        r#"SELECT r.refund_no, r.status,
+                  EXISTS (SELECT FROM transfers t WHERE t.transfer_id = 'unbooked:' || r.refund_no
+                          AND t.kind = 'UNBOOKED' AND t.amount_cents = r.amount_cents) AS "unbooked!",
+                  EXISTS (SELECT FROM transfers t WHERE t.transfer_id = 'refund:' || r.refund_no
+                          AND t.kind = 'GIVEN_BACK' AND t.amount_cents = r.amount_cents) AS "given_back!"
+           FROM refunds r WHERE r.requested_by = 'automatic'"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in automatic {
+        if !row.unbooked || row.given_back != (row.status == "SUCCEEDED") {
+            violations.push(format!(
+                "automatic refund {} is {}: put in suspense {}, given back {}",
+                row.refund_no, row.status, row.unbooked, row.given_back
+            ));
+        }
+    }
+
+    let holds = sqlx::query!(
+        r#"SELECT h.transfer_id, o.order_no, o.status
+           FROM transfers h JOIN orders o ON o.order_no = h.order_no
+           WHERE h.kind = 'HOLD' AND o.status <> 'PENDING'
+             AND NOT EXISTS (SELECT FROM transfers r WHERE r.pending_id = h.transfer_id)"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in holds {
+        violations.push(format!(
+            "hold {} is still open, but its order {} is {}",
+            row.transfer_id, row.order_no, row.status
+        ));
+    }
+    Ok(())
 }

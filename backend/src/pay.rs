@@ -131,11 +131,23 @@ pub async fn start_attempt_in_tx(
         }
     })?;
     // The hold, in the transaction that made the attempt: the pay that wins holds the wallet's money.
-    if wallet && !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
-        return Err(ApiError::InsufficientFunds {
-            available_cents,
-            amount_cents: order.amount_cents,
-        });
+    if wallet {
+        if !db::accounts::hold(&mut *tx, order.account_id, order.amount_cents).await? {
+            return Err(ApiError::InsufficientFunds {
+                available_cents,
+                amount_cents: order.amount_cents,
+            });
+        }
+        // The hold in the books: pending, from the wallet to the merchant.
+        db::books::hold(
+            &mut tx,
+            attempt.payment_id,
+            order.account_id,
+            &order.order_no,
+            order.amount_cents,
+            order.currency,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(Started::New(attempt))

@@ -113,8 +113,10 @@ pub async fn create_in_tx(
 /// that could not be booked (`cause` says why) starts a full refund of that
 /// platform payment, once per platform payment however often the success is
 /// delivered or queried. Never of a payment that may still be charged: one a
-/// CHARGE names, or the attempt's own platform payment of a PENDING order. Nothing is reserved, booked or credited: the money
-/// never entered our books. The dispatcher hands it over after the commit.
+/// CHARGE names, or the attempt's own platform payment of a PENDING order.
+/// Nothing is reserved on the order or credited to a wallet: the money never
+/// became the merchant's. The books hold it in suspense (money we hold that is
+/// not ours) until the refund gives it back. The dispatcher hands it over after the commit.
 pub(crate) async fn start_automatic(
     tx: &mut Transaction<'_, Postgres>,
     callback: &VerifiedCallback,
@@ -150,10 +152,20 @@ pub(crate) async fn start_automatic(
     )
     .await?;
     match started {
-        Some(refund) => tracing::warn!(
-            refund_no = %refund.refund_no, platform_payment_id = %data.payment_id, cause = cause.as_str(),
-            "automatic refund started for a payment that could not be booked"
-        ),
+        Some(refund) => {
+            crate::db::books::unbooked(
+                tx,
+                &refund.refund_no,
+                &order.order_no,
+                refund.amount_cents,
+                refund.currency,
+            )
+            .await?;
+            tracing::warn!(
+                refund_no = %refund.refund_no, platform_payment_id = %data.payment_id, cause = cause.as_str(),
+                "automatic refund started for a payment that could not be booked; the money is in suspense"
+            );
+        }
         None => tracing::info!(
             platform_payment_id = %data.payment_id,
             "this unbooked payment already has its automatic refund"

@@ -12,7 +12,7 @@ WITH seen AS (
     INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
     SELECT $1, $2, $3, 'DUPLICATE', 200 FROM seen WHERE seen.body_sha256 = $4
 ), target AS (
-    SELECT o.order_no, o.account_id, o.amount_cents, o.currency, p.method
+    SELECT o.order_no, o.account_id, o.amount_cents, o.currency, p.method, p.payment_id
     FROM orders o JOIN accounts a ON a.account_id = o.account_id
          -- decide: Reference::NoAttempt never charges, so an attempt must exist.
          JOIN payment_attempts p ON p.order_no = o.order_no
@@ -44,6 +44,16 @@ WITH seen AS (
     SELECT $1, t.order_no, t.account_id, t.amount_cents, t.currency, 'CHARGE', $5
     FROM target t JOIN claimed c ON c.order_no = t.order_no
     RETURNING order_no, account_id, amount_cents
+), transferred AS (
+    -- ... the same charge in the books: from the wallet, posting the hold made at
+    -- pay, or from the platform's clearing account, to the merchant ...
+    INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency, kind, pending_id, order_no)
+    SELECT 'charge:' || $1,
+           CASE WHEN t.method = 'wallet' THEN t.account_id ELSE ledger_account('CLEARING', 'platform', t.currency) END,
+           ledger_account('MERCHANT', 'default', t.currency), t.amount_cents, t.currency, 'CHARGE',
+           CASE WHEN t.method = 'wallet' THEN 'hold:' || t.payment_id END, t.order_no
+    FROM target t JOIN charged c ON c.order_no = t.order_no
+    RETURNING transfer_id
 ), wallet AS (
     -- (the charge of a wallet payment; a platform payment deducts nothing)
     SELECT c.account_id, c.amount_cents FROM charged c JOIN target t ON t.order_no = c.order_no
@@ -71,6 +81,7 @@ SELECT (SELECT body_sha256 FROM seen) AS seen_body_sha256,
        (SELECT outcome FROM seen) AS "seen_outcome: CallbackOutcome",
        -- All or nothing: a ledger row without its status change and deduction fails the statement.
        checkout_assert((SELECT count(*) FROM paid) = (SELECT count(*) FROM charged)
+                       AND (SELECT count(*) FROM transferred) = (SELECT count(*) FROM charged)
                        AND (SELECT count(*) FROM deducted) = (SELECT count(*) FROM wallet),
                        'a charged callback left its order or balance unchanged')
        AND EXISTS (SELECT FROM charged) AS "charged!"

@@ -31,11 +31,20 @@ WITH target AS (
     FROM target t JOIN attempt n ON n.order_no = t.order_no
     WHERE a.account_id = t.account_id AND n.method = 'wallet'
     RETURNING a.account_id
+), booked AS (
+    -- ... and the same hold in the books: pending, from the wallet to the merchant.
+    INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency, kind, order_no)
+    SELECT 'hold:' || n.payment_id, t.account_id, ledger_account('MERCHANT', 'default', t.currency),
+           t.amount_cents, t.currency, 'HOLD', t.order_no
+    FROM target t JOIN attempt n ON n.order_no = t.order_no
+    WHERE n.method = 'wallet'
+    RETURNING transfer_id
 )
 SELECT payment_id AS "payment_id!", request_token AS "request_token!", order_no AS "order_no!",
        amount_cents AS "amount_cents!", currency AS "currency!: Currency", method AS "method!: PaymentMethod",
        response_status AS "response_status!",
        response_body AS "response_body!", submitted_at
 FROM attempt
-WHERE checkout_assert((SELECT count(*) FROM held) = (SELECT count(*) FROM attempt WHERE method = 'wallet'),
+WHERE checkout_assert((SELECT count(*) FROM held) = (SELECT count(*) FROM attempt WHERE method = 'wallet')
+                      AND (SELECT count(*) FROM booked) = (SELECT count(*) FROM held),
                       'a new wallet payment attempt left its hold unmade')

@@ -80,13 +80,16 @@ pub async fn hold(
     Ok(result.rows_affected() == 1)
 }
 
-/// Releases a hold (the payment failed or closed). Returns false when less
-/// than `hold_cents` is held, which the caller treats as a broken invariant.
-/// A hold of 0 (a platform payment holds nothing) touches no row.
-#[tracing::instrument(name = "db.accounts.release", skip(db))]
+/// Releases the hold of payment `payment_id` (it failed or closed): the
+/// wallet's held money goes down by `hold_cents` and the books void the hold,
+/// in the caller's transaction. Returns false when less than `hold_cents` is
+/// held or the books have no such hold, which the caller treats as a broken
+/// invariant. A hold of 0 (a platform payment holds nothing) touches nothing.
+#[tracing::instrument(name = "db.accounts.release", skip(tx))]
 pub async fn release(
-    db: impl PgExecutor<'_>,
+    tx: &mut sqlx::PgConnection,
     account_id: Uuid,
+    payment_id: Uuid,
     hold_cents: i64,
 ) -> sqlx::Result<bool> {
     if hold_cents == 0 {
@@ -98,7 +101,7 @@ pub async fn release(
         account_id,
         hold_cents,
     )
-    .execute(db)
+    .execute(&mut *tx)
     .await?;
-    Ok(result.rows_affected() == 1)
+    Ok(result.rows_affected() == 1 && crate::db::books::void(tx, payment_id).await?)
 }

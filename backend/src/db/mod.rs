@@ -11,6 +11,7 @@
 pub mod accounts;
 pub mod anomalies;
 pub mod attempts;
+pub mod books;
 pub mod callbacks;
 pub mod deliveries;
 pub mod idempotency;

@@ -388,6 +388,7 @@ pub async fn close_with_attempt(
     tx: &mut sqlx::PgConnection,
     order_no: &str,
     account_id: Uuid,
+    payment_id: Uuid,
     hold_cents: i64,
 ) -> sqlx::Result<bool> {
     let closed = sqlx::query!(
@@ -400,7 +401,7 @@ pub async fn close_with_attempt(
     if closed.rows_affected() != 1 {
         return Ok(false);
     }
-    if !crate::db::accounts::release(&mut *tx, account_id, hold_cents).await? {
+    if !crate::db::accounts::release(&mut *tx, account_id, payment_id, hold_cents).await? {
         return Err(sqlx::Error::Protocol(format!(
             "order {order_no} is closing but its account does not hold {hold_cents}"
         )));

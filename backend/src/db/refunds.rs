@@ -275,7 +275,19 @@ pub async fn book_success(
         )
         .execute(&mut *tx)
         .await?;
-        return Ok(settled.rows_affected() == 1);
+        if settled.rows_affected() != 1 {
+            return Ok(false);
+        }
+        // Out of suspense: the money we held that was not ours went back.
+        crate::db::books::given_back(
+            tx,
+            &refund.refund_no,
+            &refund.order_no,
+            refund.amount_cents,
+            refund.currency,
+        )
+        .await?;
+        return Ok(true);
     }
     let inserted = sqlx::query!(
         "INSERT INTO payment_ledger (callback_id, order_no, account_id, amount_cents, currency, kind, payment_id, refund_no)
@@ -323,6 +335,16 @@ pub async fn book_success(
         .execute(&mut *tx)
         .await?;
     }
+    // From the merchant back to the wallet that paid, or to the platform's clearing account.
+    crate::db::books::refund(
+        tx,
+        &refund.refund_no,
+        &refund.order_no,
+        refund.amount_cents,
+        refund.currency,
+        to_wallet.then_some(account_id),
+    )
+    .await?;
     Ok(true)
 }
 

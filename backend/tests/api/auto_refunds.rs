@@ -37,7 +37,11 @@ fn stormy() -> Chaos {
 /// A payment for `order` made at the platform behind the checkout's back
 /// (another reference than the order's attempt), under the platform's
 /// current chaos; returns the platform's payment id.
-async fn pay_again_at_the_platform(app: &TestApp, simulator: &Simulator, order: &Order) -> String {
+pub(crate) async fn pay_again_at_the_platform(
+    app: &TestApp,
+    simulator: &Simulator,
+    order: &Order,
+) -> String {
     let (payment, _) = simulator
         .create_payment(
             &Uuid::new_v4().to_string(),
@@ -55,7 +59,7 @@ async fn pay_again_at_the_platform(app: &TestApp, simulator: &Simulator, order: 
 }
 
 /// Waits until the platform's payment has given back `amount` in refunds.
-async fn wait_until_given_back(simulator: &Simulator, payment_id: &str, amount: i64) {
+pub(crate) async fn wait_until_given_back(simulator: &Simulator, payment_id: &str, amount: i64) {
     for _ in 0..200 {
         let payment = simulator.payment(payment_id).expect("the platform has it");
         if payment.refunded_cents == amount {

@@ -214,6 +214,12 @@ const FORBIDDEN: &[&str] = &[
     "CREATE TABLE t (x int)",
     "UPDATE payment_ledger SET amount_cents = 1",
     "DELETE FROM payment_ledger",
+    // The books' entries are immutable, and no account is ever removed.
+    "UPDATE transfers SET amount_cents = 1",
+    "DELETE FROM transfers",
+    "TRUNCATE transfers",
+    "UPDATE ledger_accounts SET currency = 'USD'",
+    "DELETE FROM ledger_accounts",
     "TRUNCATE accounts",
     "UPDATE idempotency_keys SET response_status = 200",
     // Beyond the list: no rewriting what an order or an account was, no deleting

@@ -6,6 +6,7 @@ mod alipay;
 mod async_commit;
 mod attempts;
 mod auto_refunds;
+mod books;
 mod browser_defences;
 mod callback_fuzz;
 mod callbacks;

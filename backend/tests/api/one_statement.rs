@@ -176,6 +176,22 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
         .execute(db)
         .await
         .expect("attempt");
+        if matches!(case.funds, Funds::Held) && case.status == OrderStatus::Pending {
+            // The hold a pay leaves in the books beside the account's held money.
+            sqlx::query(
+                "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents,
+                                        currency, kind, order_no)
+                 VALUES ('hold:' || $1, $2, ledger_account('MERCHANT', 'default', $4), $3, $4, 'HOLD', $5)",
+            )
+            .bind(payment_id.to_string())
+            .bind(account_id)
+            .bind(amount)
+            .bind(currency)
+            .bind(&order_no)
+            .execute(db)
+            .await
+            .expect("hold");
+        }
     }
     (order_no, payment_id)
 }
@@ -228,6 +244,12 @@ async fn rows(db: &PgPool, order_no: &str, callback_id: &str) -> Vec<String> {
            FROM callback_deliveries WHERE callback_id = $2
          UNION ALL SELECT 'anomaly ' || kind FROM anomalies WHERE callback_id = $2 OR order_no = $1
          UNION ALL SELECT 'refund ' || amount_cents || ' ' || status FROM refunds WHERE order_no = $1
+         UNION ALL SELECT 'transfer ' || t.kind || ' ' || split_part(t.transfer_id, ':', 1) || ' '
+                          || d.kind || ' -> ' || c.kind || ' ' || t.amount_cents || ' ' || t.currency
+                          || ' posts ' || coalesce(split_part(t.pending_id, ':', 1), '-')
+           FROM transfers t JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id
+                JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
+           WHERE t.order_no = $1
          ORDER BY 1",
     )
     .bind(order_no)

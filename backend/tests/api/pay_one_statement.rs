@@ -178,6 +178,12 @@ async fn rows(db: &PgPool, order_no: &str, token: Uuid) -> Vec<String> {
                           || method || ' ' || response_status || ' ours ' || (request_token = $2)
            FROM payment_attempts WHERE order_no = $1
          UNION ALL SELECT 'token attempts ' || count(*) FROM payment_attempts WHERE request_token = $2
+         UNION ALL SELECT 'transfer ' || t.kind || ' ' || d.kind || ' -> ' || c.kind || ' ' || t.amount_cents
+                          || ' ' || t.currency || ' of our attempt ' || (t.transfer_id = 'hold:' || p.payment_id)
+           FROM transfers t JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id
+                JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
+                LEFT JOIN payment_attempts p ON p.order_no = t.order_no
+           WHERE t.order_no = $1
          ORDER BY 1",
     )
     .bind(order_no)

@@ -159,7 +159,8 @@ impl OrderStock {
     /// Creates orders until at least `count` unused ones exist and hands the
     /// next `count` over, as a pay would have: each gets a `SUBMITTED` payment
     /// wallet attempt naming platform payment `PAYMENT_PREFIX || k` (the id
-    /// the bench's callbacks carry) and its amount held on its account, since a
+    /// the bench's callbacks carry) and its amount held on its account (and
+    /// in the books), since a
     /// success callback charges only a payment handed over. Orders handed over
     /// before are left as they are.
     pub async fn ensure_handed_over(&mut self, count: i64) -> anyhow::Result<()> {
@@ -174,7 +175,13 @@ impl OrderStock {
                  FROM generate_series($1, $2 - 1) k JOIN orders o ON o.order_no = $3 || lpad(k::text, 28, '0')
                  WHERE o.status = 'PENDING'
                    AND NOT EXISTS (SELECT 1 FROM payment_attempts p WHERE p.order_no = o.order_no)
-                 RETURNING order_no, amount_cents)
+                 RETURNING payment_id, order_no, amount_cents, currency),
+             booked AS (
+                 INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents,
+                                        currency, kind, order_no)
+                 SELECT 'hold:' || h.payment_id, o.account_id, ledger_account('MERCHANT', 'default', h.currency),
+                        h.amount_cents, h.currency, 'HOLD', h.order_no
+                 FROM handed h JOIN orders o USING (order_no))
              UPDATE accounts a SET held_cents = a.held_cents + h.total
              FROM (SELECT o.account_id, sum(handed.amount_cents) AS total
                    FROM handed JOIN orders o USING (order_no) GROUP BY o.account_id) h

@@ -1,0 +1,209 @@
+//! `transfers`: the double-entry books. Every movement of money debits one
+//! ledger account and credits another, under an id that is its idempotency key
+//! (a second post of one id is refused by the primary key), in the transaction
+//! that makes the movement (migration `20261208000002_double_entry_books.sql`
+//! names the accounts and why each exists).
+//!
+//! A wallet's ledger account is its `accounts` row, whose running balance the
+//! callers keep beside these entries (`db::accounts`); the merchant, clearing
+//! and suspense accounts are hot and have no row to update: their balances are
+//! read from the entries.
+
+use api_types::Currency;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// What a charge debits: the shopper's wallet (posting the hold `hold_of`
+/// made at pay, if one is in place) or the platform's clearing account.
+#[derive(Debug, Clone, Copy)]
+pub enum Payer {
+    /// The wallet (the `accounts` row) pays.
+    Wallet {
+        /// The wallet.
+        account_id: Uuid,
+        /// The payment whose hold this charge posts (`hold:<payment id>`), if held.
+        hold_of: Option<Uuid>,
+    },
+    /// The platform took the shopper's own money: clearing pays the merchant.
+    Platform,
+}
+
+/// Posts the charge of a payment: `charge:<callback id>`, from the payer to the merchant.
+#[tracing::instrument(name = "db.books.charge", skip(tx))]
+pub async fn charge(
+    tx: &mut PgConnection,
+    callback_id: &str,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+    payer: Payer,
+) -> sqlx::Result<()> {
+    let (wallet, pending_id) = match payer {
+        Payer::Wallet {
+            account_id,
+            hold_of,
+        } => (Some(account_id), hold_of.map(|id| format!("hold:{id}"))),
+        Payer::Platform => (None, None),
+    };
+    sqlx::query!(
+        "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
+                                kind, pending_id, order_no)
+         VALUES ('charge:' || $1, coalesce($2, ledger_account('CLEARING', 'platform', $4)),
+                 ledger_account('MERCHANT', 'default', $4), $3, $4, 'CHARGE', $5, $6)",
+        callback_id,
+        wallet,
+        amount_cents,
+        currency.as_str(),
+        pending_id,
+        order_no,
+    )
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Posts the hold of a wallet payment: `hold:<payment id>`, pending, from the
+/// wallet to the merchant; its charge posts it, a failure or close voids it.
+#[tracing::instrument(name = "db.books.hold", skip(tx))]
+pub async fn hold(
+    tx: &mut PgConnection,
+    payment_id: Uuid,
+    account_id: Uuid,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
+                                kind, order_no)
+         VALUES ('hold:' || $1, $2, ledger_account('MERCHANT', 'default', $4), $3, $4, 'HOLD', $5)",
+        payment_id.to_string(),
+        account_id,
+        amount_cents,
+        currency.as_str(),
+        order_no,
+    )
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Voids the hold of payment `payment_id` (`void:<payment id>`, its amount
+/// and accounts). Returns false when the payment has no hold.
+#[tracing::instrument(name = "db.books.void", skip(tx))]
+pub async fn void(tx: &mut PgConnection, payment_id: Uuid) -> sqlx::Result<bool> {
+    let voided = sqlx::query!(
+        "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
+                                kind, pending_id, order_no)
+         SELECT 'void:' || $1, debit_account_id, credit_account_id, amount_cents, currency,
+                'VOID', transfer_id, order_no
+         FROM transfers WHERE transfer_id = 'hold:' || $1",
+        payment_id.to_string(),
+    )
+    .execute(tx)
+    .await?;
+    Ok(voided.rows_affected() == 1)
+}
+
+/// Posts a refund the platform made: `refund:<refund no>`, from the merchant
+/// back to the wallet that paid (`wallet`), or to clearing for a platform payment.
+#[tracing::instrument(name = "db.books.refund", skip(tx))]
+pub async fn refund(
+    tx: &mut PgConnection,
+    refund_no: &str,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+    wallet: Option<Uuid>,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
+                                kind, order_no)
+         VALUES ('refund:' || $1, ledger_account('MERCHANT', 'default', $4),
+                 coalesce($5, ledger_account('CLEARING', 'platform', $4)), $3, $4, 'REFUND', $2)",
+        refund_no,
+        order_no,
+        amount_cents,
+        currency.as_str(),
+        wallet,
+    )
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Books money a platform took that we could not book, to be given back by
+/// the automatic refund `refund_no`: `unbooked:<refund no>`, clearing to suspense.
+#[tracing::instrument(name = "db.books.unbooked", skip(tx))]
+pub async fn unbooked(
+    tx: &mut PgConnection,
+    refund_no: &str,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+) -> sqlx::Result<()> {
+    suspense_move(
+        tx,
+        "unbooked:",
+        "UNBOOKED",
+        refund_no,
+        order_no,
+        amount_cents,
+        currency,
+    )
+    .await
+}
+
+/// The automatic refund `refund_no` gave the unbooked money back:
+/// `refund:<refund no>`, suspense to clearing.
+#[tracing::instrument(name = "db.books.given_back", skip(tx))]
+pub async fn given_back(
+    tx: &mut PgConnection,
+    refund_no: &str,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+) -> sqlx::Result<()> {
+    suspense_move(
+        tx,
+        "refund:",
+        "GIVEN_BACK",
+        refund_no,
+        order_no,
+        amount_cents,
+        currency,
+    )
+    .await
+}
+
+/// Into suspense (`UNBOOKED`) or out of it (`GIVEN_BACK`), against clearing.
+async fn suspense_move(
+    tx: &mut PgConnection,
+    prefix: &str,
+    kind: &str,
+    refund_no: &str,
+    order_no: &str,
+    amount_cents: i64,
+    currency: Currency,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "WITH sides AS (
+             SELECT ledger_account('CLEARING', 'platform', $5) AS clearing,
+                    ledger_account('SUSPENSE', 'checkout', $5) AS suspense
+         )
+         INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
+                                kind, order_no)
+         SELECT $1 || $3, CASE WHEN $2 = 'UNBOOKED' THEN clearing ELSE suspense END,
+                CASE WHEN $2 = 'UNBOOKED' THEN suspense ELSE clearing END, $4, $5, $2, $6
+         FROM sides",
+        prefix,
+        kind,
+        refund_no,
+        amount_cents,
+        currency.as_str(),
+        order_no,
+    )
+    .execute(tx)
+    .await?;
+    Ok(())
+}
