@@ -10,21 +10,6 @@ use serde_json::json;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// An order's transfers as `KIND DEBIT -> CREDIT amount (posts KIND)`, oldest first.
-async fn transfers_of(app: &TestApp, order_no: &str) -> Vec<String> {
-    sqlx::query_scalar(
-        "SELECT t.kind || ' ' || d.kind || ' -> ' || c.kind || ' ' || t.amount_cents
-                || coalesce(' posts ' || split_part(t.pending_id, ':', 1), '')
-         FROM transfers t JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id
-              JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
-         WHERE t.order_no = $1 ORDER BY t.created_at, t.transfer_id",
-    )
-    .bind(order_no)
-    .fetch_all(&app.db)
-    .await
-    .expect("transfers")
-}
-
 /// Pays `order_no` naming `method` and waits for its result.
 async fn pay_by(app: &TestApp, order_no: &str, method: &str) -> OrderStatus {
     let token = app.request_token(order_no).await;
@@ -68,7 +53,7 @@ async fn each_flow_posts_its_movements_from_one_account_to_another() {
         .await;
 
     assert_eq!(
-        transfers_of(&app, &by_wallet.order_no).await,
+        app.transfers_of(&by_wallet.order_no).await,
         [
             "HOLD WALLET -> MERCHANT 2000",
             "CHARGE WALLET -> MERCHANT 2000 posts hold",
@@ -76,14 +61,14 @@ async fn each_flow_posts_its_movements_from_one_account_to_another() {
         ]
     );
     assert_eq!(
-        transfers_of(&app, &by_platform.order_no).await,
+        app.transfers_of(&by_platform.order_no).await,
         [
             "CHARGE CLEARING -> MERCHANT 3000",
             "REFUND MERCHANT -> CLEARING 700",
         ]
     );
     assert_eq!(
-        transfers_of(&app, &declined.order_no).await,
+        app.transfers_of(&declined.order_no).await,
         [
             "HOLD WALLET -> MERCHANT 1013",
             "VOID WALLET -> MERCHANT 1013 posts hold",
@@ -126,7 +111,7 @@ async fn a_second_payment_waits_in_suspense_until_it_is_given_back() {
     assert_eq!(refunds[0].platform_payment_id, second);
     assert_eq!(refunds[0].status, "SUCCEEDED");
     assert_eq!(
-        transfers_of(&app, &order.order_no).await,
+        app.transfers_of(&order.order_no).await,
         [
             "CHARGE CLEARING -> MERCHANT 2500",
             "UNBOOKED CLEARING -> SUSPENSE 2500",
@@ -153,7 +138,7 @@ async fn money_whose_automatic_refund_failed_stays_in_suspense_in_front_of_a_per
     assert_eq!(refunds.len(), 1);
     assert_eq!(refunds[0].status, "FAILED");
     assert_eq!(
-        transfers_of(&app, &order.order_no).await,
+        app.transfers_of(&order.order_no).await,
         ["UNBOOKED CLEARING -> SUSPENSE 2500"]
     );
     assert_eq!(suspense(&app).await, 2_500);
@@ -358,14 +343,14 @@ async fn a_database_of_the_schema_before_the_books_moves_into_them_keeping_every
     let report = app.assert_invariants().await;
     assert_eq!(report.charges, 2);
     assert_eq!(
-        transfers_of(&app, &paid.order_no).await,
+        app.transfers_of(&paid.order_no).await,
         [
             "CHARGE WALLET -> MERCHANT 2000",
             "REFUND MERCHANT -> WALLET 300"
         ]
     );
     assert_eq!(
-        transfers_of(&app, "ord_old_pending").await,
+        app.transfers_of("ord_old_pending").await,
         ["HOLD WALLET -> MERCHANT 1200"]
     );
     let method: String =

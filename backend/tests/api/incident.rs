@@ -55,5 +55,13 @@ async fn the_incident_replayed_charges_once_and_answers_200_every_time() {
             .await
             .expect("count");
     assert_eq!(applied, 1);
+    // In the books: the hold made at pay, posted once by the one charge.
+    assert_eq!(
+        app.transfers_of(&payment.order.order_no).await,
+        [
+            "HOLD WALLET -> MERCHANT 4999",
+            "CHARGE WALLET -> MERCHANT 4999 posts hold"
+        ]
+    );
     app.assert_invariants().await;
 }

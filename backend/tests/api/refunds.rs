@@ -273,6 +273,18 @@ async fn a_hundred_refunds_of_10_on_a_charge_of_100_accept_exactly_10() {
         (OrderStatus::Refunded, 100)
     );
     assert_eq!(app.balance(&account).await, 1_000);
+    // In the books: exactly 10 transfers back, from the merchant to the wallet.
+    let back: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT c.kind, t.amount_cents FROM transfers t
+         JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id AND d.kind = 'MERCHANT'
+         JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
+         WHERE t.order_no = $1 AND t.kind = 'REFUND'",
+    )
+    .bind(&order.order_no)
+    .fetch_all(&app.db)
+    .await
+    .expect("transfers");
+    assert_eq!(back, vec![("WALLET".to_owned(), 10); 10]);
     app.assert_invariants().await;
 }
 

@@ -353,6 +353,11 @@ async fn the_incident_in_wechat_pay_format_charges_once() {
     assert_eq!(outcomes.len(), 111);
     assert_eq!(outcomes.iter().filter(|o| *o == "CHARGED").count(), 1);
     assert_eq!(outcomes.iter().filter(|o| *o == "DUPLICATE").count(), 110);
+    // One transfer for the payment: the platform's clearing account pays the merchant.
+    assert_eq!(
+        app.transfers_of(&order.order_no).await,
+        ["CHARGE CLEARING -> MERCHANT 3000"]
+    );
     app.assert_invariants().await;
 }
 

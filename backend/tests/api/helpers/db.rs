@@ -49,6 +49,22 @@ impl TestApp {
         );
     }
 
+    /// An order's transfers in the books as `KIND DEBIT -> CREDIT amount`
+    /// (`posts hold` when it posts or voids one), oldest first.
+    pub async fn transfers_of(&self, order_no: &str) -> Vec<String> {
+        sqlx::query_scalar(
+            "SELECT t.kind || ' ' || d.kind || ' -> ' || c.kind || ' ' || t.amount_cents
+                    || coalesce(' posts ' || split_part(t.pending_id, ':', 1), '')
+             FROM transfers t JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id
+                  JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
+             WHERE t.order_no = $1 ORDER BY t.created_at, t.transfer_id",
+        )
+        .bind(order_no)
+        .fetch_all(&self.db)
+        .await
+        .expect("transfers")
+    }
+
     /// Rows in a table (name from the test code only).
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
