@@ -44,6 +44,16 @@ FROM (
                               'payment_id', l.payment_id, 'refund_no', l.refund_no)
     FROM payment_ledger l WHERE l.order_no = $1
     UNION ALL
+    -- The same money in the books: each transfer as its debit/credit pair.
+    SELECT t.created_at, 'ledger', 5,
+           format('transfer %s: debit %s %s, credit %s %s', t.kind, d.kind, d.owner, c.kind, c.owner),
+           jsonb_build_object('transfer_id', t.transfer_id, 'kind', t.kind, 'amount_cents', t.amount_cents,
+                              'currency', t.currency, 'debit', d.kind, 'credit', c.kind,
+                              'posts_or_voids', t.pending_id)
+    FROM transfers t JOIN ledger_accounts d ON d.ledger_account_id = t.debit_account_id
+         JOIN ledger_accounts c ON c.ledger_account_id = t.credit_account_id
+    WHERE t.order_no = $1
+    UNION ALL
     SELECT r.created_at, 'refund', 6,
            format('refund %s asked for by %s', r.refund_no, r.requested_by),
            jsonb_build_object('refund_no', r.refund_no, 'reason', r.reason, 'requested_by', r.requested_by,

@@ -56,6 +56,10 @@ pub const ORDERS_PENDING: &str = "checkout_orders_pending";
 pub const ATTEMPTS_OPEN: &str = "checkout_payment_attempts_open";
 /// Age in seconds of the oldest attempt not yet final (0 when there is none).
 pub const OLDEST_OPEN_ATTEMPT_SECONDS: &str = "checkout_oldest_open_attempt_age_seconds";
+/// Money we hold that is not ours, by `currency`, in minor units: the balance
+/// of the books' suspense account (successes we could not book whose
+/// automatic refund has not given them back yet), read from the database.
+pub const SUSPENSE_MINOR_UNITS: &str = "checkout_suspense_balance_minor_units";
 /// Anomalies recorded for review, by `kind` (all time, from the database).
 pub const ANOMALIES: &str = "checkout_anomalies_total";
 /// Refunds by `status` (`PENDING`, `SUCCEEDED`, `FAILED`), from the database.
@@ -134,6 +138,10 @@ fn describe() {
         OLDEST_OPEN_ATTEMPT_SECONDS,
         Unit::Seconds,
         "Age of the oldest payment attempt not yet final"
+    );
+    describe_gauge!(
+        SUSPENSE_MINOR_UNITS,
+        "Money held that is not ours (the suspense account), by currency, in minor units"
     );
     describe_counter!(ANOMALIES, "Anomalies recorded for review, by kind");
     describe_gauge!(REFUNDS, "Refunds by status");
@@ -249,7 +257,8 @@ pub fn charge_transaction(started: Instant) {
 }
 
 /// Reads the database's numbers into their gauges: orders waiting, open
-/// attempts and the oldest one's age, anomalies by kind, refunds by status.
+/// attempts and the oldest one's age, anomalies by kind, refunds by status,
+/// the suspense balance by currency.
 /// Every known label value is written, 0 when absent, so a series never
 /// vanishes when its count drops to zero.
 pub async fn refresh_from_database(db: &sqlx::PgPool) -> sqlx::Result<()> {
@@ -272,6 +281,17 @@ pub async fn refresh_from_database(db: &sqlx::PgPool) -> sqlx::Result<()> {
             .await?;
     let refunds = sqlx::query!(
         r#"SELECT status AS "status!", count(*) AS "n!" FROM refunds GROUP BY status"#
+    )
+    .fetch_all(db)
+    .await?;
+    // A hot account: its balance is read from its entries (the debit and
+    // credit indexes carry the amounts), never kept on its row.
+    let suspense = sqlx::query!(
+        r#"SELECT s.currency,
+                  (coalesce((SELECT sum(amount_cents) FROM transfers WHERE credit_account_id = s.ledger_account_id), 0)
+                   - coalesce((SELECT sum(amount_cents) FROM transfers WHERE debit_account_id = s.ledger_account_id), 0)
+                  )::bigint AS "balance!"
+           FROM ledger_accounts s WHERE s.kind = 'SUSPENSE'"#
     )
     .fetch_all(db)
     .await?;
@@ -299,6 +319,9 @@ pub async fn refresh_from_database(db: &sqlx::PgPool) -> sqlx::Result<()> {
             .find(|row| row.status == status.as_str())
             .map_or(0, |row| row.n);
         gauge!(REFUNDS, "status" => status.as_str()).set(count(n));
+    }
+    for row in suspense {
+        gauge!(SUSPENSE_MINOR_UNITS, "currency" => row.currency).set(count(row.balance));
     }
     Ok(())
 }

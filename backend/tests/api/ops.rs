@@ -390,6 +390,21 @@ async fn an_orders_timeline_shows_everything_in_time_order_and_search_finds_it()
     ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
+    // The money in the books, as debit/credit pairs: the hold, the charge posting it.
+    let transfers: Vec<&str> = events
+        .iter()
+        .filter(|e| e["details"]["transfer_id"].is_string())
+        .map(|e| e["title"].as_str().expect("a title"))
+        .collect();
+    assert_eq!(transfers.len(), 2, "{transfers:?}");
+    assert!(
+        transfers[0].starts_with("transfer HOLD: debit WALLET ")
+            && transfers[1].starts_with("transfer CHARGE: debit WALLET ")
+            && transfers
+                .iter()
+                .all(|t| t.contains(", credit MERCHANT default")),
+        "{transfers:?}"
+    );
     // Every delivery with our answer: one applied, three duplicates, one conflict.
     let deliveries: Vec<&str> = events
         .iter()

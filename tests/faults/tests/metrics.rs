@@ -302,6 +302,19 @@ async fn metrics_after_a_storm_equal_the_database() {
         m.sum("checkout_anomalies_total", &[]),
         db_count(&rig, "SELECT count(*) FROM anomalies").await
     );
+    // Money held that is not ours: the books' suspense balance.
+    assert_eq!(
+        m.sum("checkout_suspense_balance_minor_units", &[]),
+        db_count(
+            &rig,
+            "SELECT coalesce(sum(CASE WHEN t.credit_account_id = s.ledger_account_id THEN t.amount_cents
+                                      ELSE -t.amount_cents END), 0)::bigint
+             FROM ledger_accounts s JOIN transfers t
+                  ON s.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
+             WHERE s.kind = 'SUSPENSE'"
+        )
+        .await
+    );
     assert_eq!(m.sum("checkout_metrics_database_read", &[]), 1.0);
     rig.assert_each_order_paid_once(
         &orders
