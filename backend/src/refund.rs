@@ -153,8 +153,9 @@ pub(crate) async fn start_automatic(
     .await?;
     match started {
         Some(refund) => {
-            crate::db::books::unbooked(
+            crate::db::books::suspense(
                 tx,
+                crate::db::books::Suspense::Unbooked,
                 &refund.refund_no,
                 &order.order_no,
                 refund.amount_cents,

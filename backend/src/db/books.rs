@@ -132,60 +132,30 @@ pub async fn refund(
     Ok(())
 }
 
-/// Books money a platform took that we could not book, to be given back by
-/// the automatic refund `refund_no`: `unbooked:<refund no>`, clearing to suspense.
-#[tracing::instrument(name = "db.books.unbooked", skip(tx))]
-pub async fn unbooked(
-    tx: &mut PgConnection,
-    refund_no: &str,
-    order_no: &str,
-    amount_cents: i64,
-    currency: Currency,
-) -> sqlx::Result<()> {
-    suspense_move(
-        tx,
-        "unbooked:",
-        "UNBOOKED",
-        refund_no,
-        order_no,
-        amount_cents,
-        currency,
-    )
-    .await
+/// Which way money moves through suspense (money we hold that is not ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Suspense {
+    /// A platform took money we could not book, to be given back by the
+    /// automatic refund: `unbooked:<refund no>`, clearing to suspense.
+    Unbooked,
+    /// The automatic refund gave it back: `refund:<refund no>`, suspense to clearing.
+    GivenBack,
 }
 
-/// The automatic refund `refund_no` gave the unbooked money back:
-/// `refund:<refund no>`, suspense to clearing.
-#[tracing::instrument(name = "db.books.given_back", skip(tx))]
-pub async fn given_back(
+/// Moves the amount of automatic refund `refund_no` into or out of suspense.
+#[tracing::instrument(name = "db.books.suspense", skip(tx))]
+pub async fn suspense(
     tx: &mut PgConnection,
+    way: Suspense,
     refund_no: &str,
     order_no: &str,
     amount_cents: i64,
     currency: Currency,
 ) -> sqlx::Result<()> {
-    suspense_move(
-        tx,
-        "refund:",
-        "GIVEN_BACK",
-        refund_no,
-        order_no,
-        amount_cents,
-        currency,
-    )
-    .await
-}
-
-/// Into suspense (`UNBOOKED`) or out of it (`GIVEN_BACK`), against clearing.
-async fn suspense_move(
-    tx: &mut PgConnection,
-    prefix: &str,
-    kind: &str,
-    refund_no: &str,
-    order_no: &str,
-    amount_cents: i64,
-    currency: Currency,
-) -> sqlx::Result<()> {
+    let (prefix, kind) = match way {
+        Suspense::Unbooked => ("unbooked:", "UNBOOKED"),
+        Suspense::GivenBack => ("refund:", "GIVEN_BACK"),
+    };
     sqlx::query!(
         "WITH sides AS (
              SELECT ledger_account('CLEARING', 'platform', $5) AS clearing,

@@ -279,8 +279,9 @@ pub async fn book_success(
             return Ok(false);
         }
         // Out of suspense: the money we held that was not ours went back.
-        crate::db::books::given_back(
+        crate::db::books::suspense(
             tx,
+            crate::db::books::Suspense::GivenBack,
             &refund.refund_no,
             &refund.order_no,
             refund.amount_cents,
