@@ -338,14 +338,9 @@ async fn execute(
             if !orders::mark_failed(&mut **tx, &order.order_no, reason).await? {
                 return Err(broken("order left PENDING"));
             }
-            if order.hold_cents > 0
-                && !accounts::release(
-                    tx,
-                    order.account_id,
-                    order.attempt_payment_id.unwrap_or_default(),
-                    order.hold_cents,
-                )
-                .await?
+            // The wallet's hold, if the order has one (a platform payment holds nothing).
+            if let Some(payment_id) = order.attempt_payment_id.filter(|_| order.hold_cents > 0)
+                && !accounts::release(tx, order.account_id, payment_id, order.hold_cents).await?
             {
                 return Err(broken("hold missing"));
             }
