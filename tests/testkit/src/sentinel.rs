@@ -210,9 +210,12 @@ impl RedisSentinelGroup {
         for sentinel in &group.sentinels {
             link.wait_for_ping(sentinel.port).await?;
         }
+        // A sentinel learns the replica from the primary's INFO, which it reads
+        // every 10 s, and the other sentinels from hello messages every 2 s:
+        // on a loaded machine that can take more than 20 s.
         for sentinel in group.sentinels.iter().map(|node| node.port) {
             wait_until(
-                Duration::from_secs(20),
+                Duration::from_secs(60),
                 "every sentinel to know the replica and the other sentinels",
                 || async {
                     let replicas: Vec<redis::Value> = link
