@@ -6,22 +6,8 @@ use crate::auto_refunds::{pay_again_at_the_platform, wait_until_given_back};
 use crate::helpers::{Payment, TestApp, spawn_app, spawn_app_paying_through, spawn_app_with};
 use api_types::OrderStatus;
 use reqwest::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 use uuid::Uuid;
-
-/// Pays `order_no` naming `method` and waits for its result.
-async fn pay_by(app: &TestApp, order_no: &str, method: &str) -> OrderStatus {
-    let token = app.request_token(order_no).await;
-    let response = app
-        .pay_raw(
-            order_no,
-            &json!({"request_token": token, "method": method}).to_string(),
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    app.wait_until_final(order_no).await.status
-}
 
 #[tokio::test]
 async fn each_flow_posts_its_movements_from_one_account_to_another() {
@@ -31,19 +17,25 @@ async fn each_flow_posts_its_movements_from_one_account_to_another() {
     // The wallet: a hold at pay, posted by the success.
     let by_wallet = app.create_order(&account, 2_000).await;
     assert_eq!(
-        pay_by(&app, &by_wallet.order_no, "wallet").await,
+        app.pay_by_until_final(&by_wallet.order_no, "wallet")
+            .await
+            .status,
         OrderStatus::Paid
     );
     // The platform: nothing held; clearing pays the merchant.
     let by_platform = app.create_order(&account, 3_000).await;
     assert_eq!(
-        pay_by(&app, &by_platform.order_no, "platform").await,
+        app.pay_by_until_final(&by_platform.order_no, "platform")
+            .await
+            .status,
         OrderStatus::Paid
     );
     // A declined wallet payment: its hold voided.
     let declined = app.create_order(&account, 1_013).await;
     assert_eq!(
-        pay_by(&app, &declined.order_no, "wallet").await,
+        app.pay_by_until_final(&declined.order_no, "wallet")
+            .await
+            .status,
         OrderStatus::Failed
     );
     // Refunds go back the way the money came.
@@ -169,7 +161,9 @@ async fn the_database_refuses_what_the_books_may_never_hold_whoever_asks() {
     let account = app.create_account(1_000, "EUR").await;
     let order = app.create_order(&account, 400).await;
     assert_eq!(
-        pay_by(&app, &order.order_no, "wallet").await,
+        app.pay_by_until_final(&order.order_no, "wallet")
+            .await
+            .status,
         OrderStatus::Paid
     );
     let usd = app.create_shopper(1_000, "USD").await;
@@ -280,12 +274,16 @@ async fn a_database_of_the_schema_before_the_books_moves_into_them_keeping_every
     let declined = app.create_order(&ada, 1_013).await;
     for order in [&paid, &refunded] {
         assert_eq!(
-            pay_by(&app, &order.order_no, "wallet").await,
+            app.pay_by_until_final(&order.order_no, "wallet")
+                .await
+                .status,
             OrderStatus::Paid
         );
     }
     assert_eq!(
-        pay_by(&app, &declined.order_no, "wallet").await,
+        app.pay_by_until_final(&declined.order_no, "wallet")
+            .await
+            .status,
         OrderStatus::Failed
     );
     app.refund_settled(&paid.order_no, 300, "partial").await;
@@ -364,7 +362,9 @@ async fn a_database_of_the_schema_before_the_books_moves_into_them_keeping_every
     app.sign_in_as(&app.http, &ada).await;
     let next = app.create_order(&ada, 1_000).await;
     assert_eq!(
-        pay_by(&app, &next.order_no, "wallet").await,
+        app.pay_by_until_final(&next.order_no, "wallet")
+            .await
+            .status,
         OrderStatus::Paid
     );
     app.assert_invariants().await;

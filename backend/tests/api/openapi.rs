@@ -124,33 +124,26 @@ async fn every_named_set_is_described_by_its_wire_spellings() {
             .map(|v| v.as_str().expect("text").to_owned())
             .collect()
     };
-    let spelled = |all: &[&str]| all.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    fn spellings<T: Copy>(all: &[T], as_str: fn(T) -> &'static str) -> Vec<String> {
+        all.iter().map(|&v| as_str(v).to_owned()).collect()
+    }
     assert_eq!(
         described("PaymentMethod"),
-        spelled(
-            &api_types::PaymentMethod::ALL
-                .iter()
-                .map(|m| m.as_str())
-                .collect::<Vec<_>>()
+        spellings(
+            api_types::PaymentMethod::ALL,
+            api_types::PaymentMethod::as_str
         )
     );
     assert_eq!(
         described("RefundStatus"),
-        spelled(
-            &api_types::RefundStatus::ALL
-                .iter()
-                .map(|m| m.as_str())
-                .collect::<Vec<_>>()
+        spellings(
+            api_types::RefundStatus::ALL,
+            api_types::RefundStatus::as_str
         )
     );
     assert_eq!(
         described("OrderStatus"),
-        spelled(
-            &api_types::OrderStatus::ALL
-                .iter()
-                .map(|m| m.as_str())
-                .collect::<Vec<_>>()
-        )
+        spellings(&api_types::OrderStatus::ALL, api_types::OrderStatus::as_str)
     );
 }
 

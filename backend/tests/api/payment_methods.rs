@@ -12,20 +12,6 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// `POST .../pay` naming `method`.
-async fn pay_by(
-    app: &crate::helpers::TestApp,
-    order_no: &str,
-    token: Uuid,
-    method: &str,
-) -> reqwest::Response {
-    app.pay_raw(
-        order_no,
-        &json!({"request_token": token, "method": method}).to_string(),
-    )
-    .await
-}
-
 /// `POST /api/admin/shoppers` with no `balance_cents` at all; the new shopper
 /// (its wallet of 0), nobody signed in as them.
 async fn shopper_without_a_balance(app: &crate::helpers::TestApp) -> crate::helpers::Account {
@@ -66,7 +52,7 @@ async fn a_shopper_created_without_a_balance_pays_by_platform_and_no_wallet_chan
     let order = app.create_order(&account, 2_000).await;
     let token = app.request_token(&order.order_no).await;
 
-    let response = pay_by(&app, &order.order_no, token, "platform").await;
+    let response = app.pay_by(&order.order_no, token, "platform").await;
 
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     let body: Value = response.json().await.expect("json");
@@ -77,7 +63,7 @@ async fn a_shopper_created_without_a_balance_pays_by_platform_and_no_wallet_chan
     assert_eq!(app.ledger_rows(Some(&order.order_no), "CHARGE").await, 1);
     app.assert_wallet_untouched(&account).await;
     // The same token again replays the platform payment; still no wallet.
-    let again = pay_by(&app, &order.order_no, token, "platform").await;
+    let again = app.pay_by(&order.order_no, token, "platform").await;
     assert_eq!(again.status(), StatusCode::ACCEPTED);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     app.assert_wallet_untouched(&account).await;
@@ -121,7 +107,7 @@ async fn orders_beyond_the_wallet_all_pay_by_platform_while_the_wallet_pays_one(
         orders
             .iter()
             .zip(&tokens)
-            .map(|(order, token)| pay_by(&app, &order.order_no, *token, "wallet")),
+            .map(|(order, token)| app.pay_by(&order.order_no, *token, "wallet")),
     )
     .await;
     let statuses: Vec<StatusCode> = by_wallet.iter().map(reqwest::Response::status).collect();
@@ -156,7 +142,7 @@ async fn orders_beyond_the_wallet_all_pay_by_platform_while_the_wallet_pays_one(
     let by_platform = join_all(
         retries
             .iter()
-            .map(|(order, token)| pay_by(&app, &order.order_no, *token, "platform")),
+            .map(|(order, token)| app.pay_by(&order.order_no, *token, "platform")),
     )
     .await;
     for response in by_platform {
@@ -187,7 +173,7 @@ async fn a_refund_of_a_platform_payment_credits_no_wallet() {
     let (account, order) = app.account_with_order(5_000, 2_000).await;
     let token = app.request_token(&order.order_no).await;
     assert_eq!(
-        pay_by(&app, &order.order_no, token, "platform")
+        app.pay_by(&order.order_no, token, "platform")
             .await
             .status(),
         StatusCode::ACCEPTED
@@ -220,7 +206,7 @@ async fn a_method_the_platform_does_not_offer_is_422_changes_nothing_and_leaves_
     let token = app.request_token(&order.order_no).await;
     let before = app.snapshot().await;
 
-    let refused = pay_by(&app, &order.order_no, token, "wallet").await;
+    let refused = app.pay_by(&order.order_no, token, "wallet").await;
 
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(error_code(refused).await, "PAYMENT_METHOD_UNAVAILABLE");
@@ -229,7 +215,7 @@ async fn a_method_the_platform_does_not_offer_is_422_changes_nothing_and_leaves_
 
     // A method that does not exist is a bad request, and changes nothing either.
     for method in ["card", "WALLET", ""] {
-        let response = pay_by(&app, &order.order_no, token, method).await;
+        let response = app.pay_by(&order.order_no, token, method).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{method:?}");
         assert_eq!(error_code(response).await, "BAD_REQUEST");
     }

@@ -15,6 +15,16 @@ impl TestApp {
             .await
     }
 
+    /// `POST /api/orders/{order_no}/pay` with the token, naming the payment
+    /// `method` (`wallet`, `platform`, or any text a test sends).
+    pub async fn pay_by(&self, order_no: &str, token: Uuid, method: &str) -> Response {
+        self.pay_raw(
+            order_no,
+            &json!({"request_token": token, "method": method}).to_string(),
+        )
+        .await
+    }
+
     /// `POST /api/orders/{order_no}/pay` with any body.
     pub async fn pay_raw(&self, order_no: &str, body: &str) -> Response {
         self.http
@@ -41,6 +51,14 @@ impl TestApp {
     pub async fn pay_until_final(&self, order_no: &str) -> Order {
         let token = self.request_token(order_no).await;
         let response = self.pay(order_no, token).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "pay {order_no}");
+        self.wait_until_final(order_no).await
+    }
+
+    /// [`TestApp::pay_until_final`], naming the payment `method`.
+    pub async fn pay_by_until_final(&self, order_no: &str, method: &str) -> Order {
+        let token = self.request_token(order_no).await;
+        let response = self.pay_by(order_no, token, method).await;
         assert_eq!(response.status(), StatusCode::ACCEPTED, "pay {order_no}");
         self.wait_until_final(order_no).await
     }
