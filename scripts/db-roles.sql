@@ -97,11 +97,11 @@ DECLARE
     missing    text[] := '{}';
 BEGIN
     -- A database migrated before these roles existed (by the superuser, say):
-    -- its tables, their sequences and indexes, and its functions move to the owner.
+    -- its tables and views, their sequences and indexes, and its functions move to the owner.
     FOR item IN
         SELECT c.oid::regclass AS name
         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname IN ('public', 'tower_sessions') AND c.relkind IN ('r', 'p')
+        WHERE n.nspname IN ('public', 'tower_sessions') AND c.relkind IN ('r', 'p', 'v')
           AND c.relowner <> owner_role::regrole
           AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
                           WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
@@ -154,6 +154,8 @@ BEGIN
             -- refuses it too); ledger accounts are opened on first use.
             ('public', 'transfers',             'SELECT, INSERT'),
             ('public', 'ledger_accounts',       'SELECT, INSERT'),
+            -- A view: each account's balance read from its entries.
+            ('public', 'ledger_balances',       'SELECT'),
             ('public', 'callback_deliveries',   'SELECT, INSERT'),
             ('public', 'anomalies',             'SELECT, INSERT, UPDATE (resolved_at, resolved_by, resolution_note)'),
             ('public', 'reconciliation_items',  'SELECT, INSERT'),
@@ -179,7 +181,7 @@ BEGIN
     FOR item IN
         SELECT format('%I.%I', n.nspname, c.relname) AS name
         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname IN ('public', 'tower_sessions') AND c.relkind IN ('r', 'p')
+        WHERE n.nspname IN ('public', 'tower_sessions') AND c.relkind IN ('r', 'p', 'v')
           AND NOT has_table_privilege(app_role, c.oid, 'SELECT')
     LOOP
         RAISE WARNING '% is not listed in scripts/db-roles.sql: % may not use it (the backend will refuse to start)',

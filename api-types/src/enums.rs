@@ -222,6 +222,23 @@ text_enum! {
 }
 
 text_enum! {
+    /// Whose money a ledger account holds (`ledger_accounts.kind`): the
+    /// double-entry books' accounts, one per owner and currency.
+    pub enum LedgerAccountKind ("ledger account kind") {
+        /// A shopper's stored value: what we owe the shopper.
+        Wallet = "WALLET",
+        /// What we owe the merchant whose sales these are.
+        Merchant = "MERCHANT",
+        /// What the payment platform owes us: the money it took for us.
+        Clearing = "CLEARING",
+        /// Money a platform took that we could not book: ours to give back.
+        Suspense = "SUSPENSE",
+        /// Where wallet money comes from (opening balances paid in outside the checkout).
+        Funding = "FUNDING",
+    }
+}
+
+text_enum! {
     /// What pays for an order (`payment_attempts.method`; the pay request's
     /// `method`, and `GET /api/platform`'s `methods`).
     pub enum PaymentMethod ("payment method") {
@@ -292,6 +309,7 @@ mod tests {
         round_trips(RefundStatus::ALL, RefundStatus::as_str);
         round_trips(RefundRequester::ALL, RefundRequester::as_str);
         round_trips(PaymentMethod::ALL, PaymentMethod::as_str);
+        round_trips(LedgerAccountKind::ALL, LedgerAccountKind::as_str);
         round_trips(ReconClass::ALL, ReconClass::as_str);
         round_trips(&OrderStatus::ALL, OrderStatus::as_str);
     }
@@ -408,6 +426,10 @@ mod tests {
         assert_eq!(
             names(ReconClass::ALL, ReconClass::as_str),
             sorted(database_check_list("reconciliation_items", "class"))
+        );
+        assert_eq!(
+            names(LedgerAccountKind::ALL, LedgerAccountKind::as_str),
+            sorted(database_check_list("ledger_accounts", "kind"))
         );
         // `outcome` columns carry no CHECK: the enum is the only list.
     }

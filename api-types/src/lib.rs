@@ -27,8 +27,8 @@ mod pg_text;
 
 pub use attempt::AttemptStatus;
 pub use enums::{
-    AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, PaymentMethod, ReconClass,
-    RefundRequester, RefundStatus, UnknownName,
+    AnomalyKind, CallbackOutcome, CallbackType, LedgerAccountKind, LedgerKind, PaymentMethod,
+    ReconClass, RefundRequester, RefundStatus, UnknownName,
 };
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use money::{Currency, CurrencyError, format_minor};

@@ -1,8 +1,9 @@
 //! The operator console's API (`/api/ops/*`): the operator's session, the
-//! anomalies queue, an order's timeline, search, the last hour's activity.
+//! anomalies queue, an order's timeline, search, the last hour's activity, the
+//! books' balances.
 //! Timestamps travel as RFC 3339 text, amounts as integer minor units.
 
-use crate::enums::AnomalyKind;
+use crate::enums::{AnomalyKind, LedgerAccountKind};
 use crate::money::Currency;
 use crate::status::OrderStatus;
 use serde::{Deserialize, Serialize};
@@ -192,4 +193,37 @@ pub struct ActivityMinute {
     /// Pays answered with a replay of the stored answer (this instance only:
     /// replays change nothing, so nothing of them is written down).
     pub replays: i64,
+}
+
+/// `GET /api/ops/books`: every ledger account's balance, read from its
+/// entries, the shoppers' wallets summed per currency.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Books {
+    /// By currency, then kind (merchant, clearing, suspense, funding, wallets), then owner.
+    pub accounts: Vec<LedgerBalance>,
+}
+
+/// One line of the books: a ledger account, or every wallet of one currency.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerBalance {
+    /// Whose money it is.
+    pub kind: LedgerAccountKind,
+    /// The owner's name (`default` merchant, `platform` clearing, `checkout`);
+    /// for wallets, `shoppers`.
+    pub owner: String,
+    /// The account's currency.
+    pub currency: Currency,
+    /// How many accounts the line sums: 1, or the number of wallets.
+    pub accounts: i64,
+    /// Every posted entry that took money out.
+    pub debits_posted_cents: i64,
+    /// Every posted entry that put money in.
+    pub credits_posted_cents: i64,
+    /// Holds not yet posted or voided (wallets only).
+    pub debits_pending_cents: i64,
+    /// Credits less debits posted: what the checkout owes the owner; negative
+    /// for clearing and funding, whose owners owe the checkout.
+    pub balance_cents: i64,
 }

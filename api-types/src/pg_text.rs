@@ -8,7 +8,9 @@
 //! named type: sqlx's derive for enums would declare a type by name, and binding
 //! such a value makes each new connection look its OID up first.
 
-use crate::enums::{AnomalyKind, CallbackOutcome, CallbackType, LedgerKind, ReconClass};
+use crate::enums::{
+    AnomalyKind, CallbackOutcome, CallbackType, LedgerAccountKind, LedgerKind, ReconClass,
+};
 use crate::{
     AttemptStatus, Currency, OrderStatus, PaymentMethod, PlatformPaymentId, RefundRequester,
     RefundStatus,
@@ -58,6 +60,7 @@ text_column!(
     RefundStatus,
     RefundRequester,
     PaymentMethod,
+    LedgerAccountKind,
     ReconClass,
     PlatformPaymentId,
 );

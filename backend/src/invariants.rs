@@ -347,29 +347,22 @@ pub async fn check(db: &PgPool) -> anyhow::Result<Result<Report, Violations>> {
 /// ledger and the refunds.
 async fn books(db: &PgPool, violations: &mut Vec<String>) -> anyhow::Result<()> {
     let wallets = sqlx::query!(
-        r#"WITH open_holds AS (
-               SELECT h.debit_account_id AS account_id, h.amount_cents FROM transfers h
-               WHERE h.kind = 'HOLD' AND NOT EXISTS (SELECT FROM transfers r WHERE r.pending_id = h.transfer_id)
-           ), entries AS (
-               SELECT credit_account_id AS account_id, amount_cents AS posted, 0::bigint AS pending
-               FROM transfers WHERE kind NOT IN ('HOLD', 'VOID')
-               UNION ALL SELECT debit_account_id, -amount_cents, 0 FROM transfers WHERE kind NOT IN ('HOLD', 'VOID')
-               UNION ALL SELECT account_id, 0, amount_cents FROM open_holds
-           ), sums AS (
-               SELECT account_id, sum(posted)::bigint AS posted, sum(pending)::bigint AS pending
-               FROM entries GROUP BY account_id
-           )
-           SELECT a.account_id, a.balance_cents, a.held_cents,
-                  coalesce(s.posted, 0)::bigint AS "posted!", coalesce(s.pending, 0)::bigint AS "pending!"
-           FROM accounts a LEFT JOIN sums s ON s.account_id = a.account_id
-           WHERE a.balance_cents <> coalesce(s.posted, 0) OR a.held_cents <> coalesce(s.pending, 0)"#
+        r#"SELECT a.account_id, a.balance_cents, a.held_cents,
+                  b.balance_cents AS "posted!", b.debits_pending AS "pending!", b.available_cents AS "available!"
+           FROM accounts a JOIN ledger_balances b ON b.ledger_account_id = a.account_id
+           WHERE a.balance_cents <> b.balance_cents OR a.held_cents <> b.debits_pending OR b.available_cents < 0"#
     )
     .fetch_all(db)
     .await?;
     for row in wallets {
         violations.push(format!(
-            "wallet {}: balance {} held {}, but its entries post {} and hold {}",
-            row.account_id, row.balance_cents, row.held_cents, row.posted, row.pending
+            "wallet {}: balance {} held {}, but its entries post {} and hold {} (available {})",
+            row.account_id,
+            row.balance_cents,
+            row.held_cents,
+            row.posted,
+            row.pending,
+            row.available
         ));
     }
 
@@ -420,11 +413,8 @@ async fn books(db: &PgPool, violations: &mut Vec<String>) -> anyhow::Result<()> 
 
     let suspense = sqlx::query!(
         r#"WITH held AS (
-               SELECT s.currency,
-                      sum(CASE WHEN t.credit_account_id = s.ledger_account_id THEN t.amount_cents
-                               ELSE -t.amount_cents END)::bigint AS balance
-               FROM ledger_accounts s JOIN transfers t ON s.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
-               WHERE s.kind = 'SUSPENSE' GROUP BY s.currency
+               SELECT currency, sum(balance_cents)::bigint AS balance FROM ledger_balances
+               WHERE kind = 'SUSPENSE' GROUP BY currency
            ), owed AS (
                SELECT currency, sum(amount_cents)::bigint AS open FROM refunds
                WHERE requested_by = 'automatic' AND status <> 'SUCCEEDED' GROUP BY currency

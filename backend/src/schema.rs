@@ -323,7 +323,7 @@ async fn check_serving_role(db: &PgPool) -> anyhow::Result<()> {
     let unreadable: Vec<String> = sqlx::query_scalar(
         "SELECT format('%I.%I', n.nspname, c.relname)
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-         WHERE c.relkind IN ('r', 'p') AND n.nspname IN (current_schema(), $1)
+         WHERE c.relkind IN ('r', 'p', 'v') AND n.nspname IN (current_schema(), $1)
            AND NOT (has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT'))
          ORDER BY 1",
     )

@@ -9,7 +9,7 @@
 use api_types::AnomalyKind;
 use api_types::api::Reconciliation;
 use api_types::ops::{
-    Activity, AnomalyState, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
+    Activity, AnomalyState, Books, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
     ReviewAnomaly, SearchHit,
 };
 use web_client::{Request, call, encode, encode_component, send};
@@ -115,6 +115,11 @@ pub async fn search(query: &str) -> Result<Vec<SearchHit>, ApiError> {
 /// `GET /api/ops/activity`: the last hour, minute by minute.
 pub async fn activity() -> Result<Activity, ApiError> {
     call(Request::get("/api/ops/activity"), None, TIMEOUT_MS).await
+}
+
+/// `GET /api/ops/books`: every ledger account's balance.
+pub async fn books() -> Result<Books, ApiError> {
+    call(Request::get("/api/ops/books"), None, TIMEOUT_MS).await
 }
 
 /// `GET /api/ops/reconciliations/{date}`.

@@ -21,6 +21,8 @@ pub enum Route {
     Activity,
     /// `/ops/reconciliation`: a day's reconciliation results.
     Reconciliation,
+    /// `/ops/books`: every ledger account's balance.
+    Books,
     /// Anything else.
     NotFound,
 }
@@ -44,6 +46,7 @@ impl Route {
             },
             ["activity"] => Self::Activity,
             ["reconciliation"] => Self::Reconciliation,
+            ["books"] => Self::Books,
             _ => Self::NotFound,
         }
     }
@@ -59,6 +62,7 @@ impl Route {
             } => format!("/ops/orders/{}", web_client::encode_component(order_no)),
             Self::Activity => "/ops/activity".to_owned(),
             Self::Reconciliation => "/ops/reconciliation".to_owned(),
+            Self::Books => "/ops/books".to_owned(),
             Self::NotFound => "/ops/".to_owned(),
         }
     }
@@ -70,6 +74,7 @@ impl Route {
             Self::Orders { .. } => Some(Tab::Orders),
             Self::Activity => Some(Tab::Activity),
             Self::Reconciliation => Some(Tab::Reconciliation),
+            Self::Books => Some(Tab::Books),
             Self::NotFound => None,
         }
     }
@@ -86,15 +91,18 @@ pub enum Tab {
     Activity,
     /// Reconciliation results.
     Reconciliation,
+    /// The ledger accounts' balances.
+    Books,
 }
 
 impl Tab {
     /// Every tab, in the order the navigation shows them.
-    pub const ALL: [Tab; 4] = [
+    pub const ALL: [Tab; 5] = [
         Tab::Anomalies,
         Tab::Orders,
         Tab::Activity,
         Tab::Reconciliation,
+        Tab::Books,
     ];
 
     /// The tab's label.
@@ -104,6 +112,7 @@ impl Tab {
             Tab::Orders => "Orders",
             Tab::Activity => "Activity",
             Tab::Reconciliation => "Reconciliation",
+            Tab::Books => "Books",
         }
     }
 
@@ -114,6 +123,7 @@ impl Tab {
             Tab::Orders => Route::Orders { order_no: None },
             Tab::Activity => Route::Activity,
             Tab::Reconciliation => Route::Reconciliation,
+            Tab::Books => Route::Books,
         }
     }
 
@@ -124,6 +134,7 @@ impl Tab {
             Tab::Orders => "tab-orders",
             Tab::Activity => "tab-activity",
             Tab::Reconciliation => "tab-reconciliation",
+            Tab::Books => "tab-books",
         }
     }
 }
@@ -180,6 +191,7 @@ mod tests {
             },
             Route::Activity,
             Route::Reconciliation,
+            Route::Books,
         ] {
             assert_eq!(Route::from_path(&route.path()), route, "{}", route.path());
         }

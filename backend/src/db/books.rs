@@ -9,7 +9,8 @@
 //! and suspense accounts are hot and have no row to update: their balances are
 //! read from the entries.
 
-use api_types::Currency;
+use api_types::ops::LedgerBalance;
+use api_types::{Currency, LedgerAccountKind};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -176,4 +177,25 @@ pub async fn suspense(
     .execute(tx)
     .await?;
     Ok(())
+}
+
+/// Every ledger account's balance from `ledger_balances`, the wallets summed
+/// per currency (one line each, owner `shoppers`): what the console shows.
+#[tracing::instrument(name = "db.books.balances", skip(db))]
+pub async fn balances(db: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<LedgerBalance>> {
+    sqlx::query_as!(
+        LedgerBalance,
+        r#"SELECT kind AS "kind!: LedgerAccountKind",
+                  CASE WHEN kind = 'WALLET' THEN 'shoppers' ELSE owner END AS "owner!",
+                  currency AS "currency!: Currency", count(*) AS "accounts!",
+                  sum(debits_posted)::bigint AS "debits_posted_cents!",
+                  sum(credits_posted)::bigint AS "credits_posted_cents!",
+                  sum(debits_pending)::bigint AS "debits_pending_cents!",
+                  sum(balance_cents)::bigint AS "balance_cents!"
+           FROM ledger_balances
+           GROUP BY 1, 2, 3
+           ORDER BY 3, array_position(ARRAY['MERCHANT', 'CLEARING', 'SUSPENSE', 'FUNDING', 'WALLET'], kind), 2"#
+    )
+    .fetch_all(db)
+    .await
 }

@@ -284,14 +284,10 @@ pub async fn refresh_from_database(db: &sqlx::PgPool) -> sqlx::Result<()> {
     )
     .fetch_all(db)
     .await?;
-    // A hot account: its balance is read from its entries (the debit and
-    // credit indexes carry the amounts), never kept on its row.
+    // A hot account: its balance is read from its entries (the view sums them
+    // through the debit and credit indexes), never kept on its row.
     let suspense = sqlx::query!(
-        r#"SELECT s.currency,
-                  (coalesce((SELECT sum(amount_cents) FROM transfers WHERE credit_account_id = s.ledger_account_id), 0)
-                   - coalesce((SELECT sum(amount_cents) FROM transfers WHERE debit_account_id = s.ledger_account_id), 0)
-                  )::bigint AS "balance!"
-           FROM ledger_accounts s WHERE s.kind = 'SUSPENSE'"#
+        r#"SELECT currency AS "currency!", balance_cents AS "balance!" FROM ledger_balances WHERE kind = 'SUSPENSE'"#
     )
     .fetch_all(db)
     .await?;

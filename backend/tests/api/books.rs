@@ -68,16 +68,35 @@ async fn each_flow_posts_its_movements_from_one_account_to_another() {
     );
     // The wallet: opened with 10,000, paid 2,000 and got 500 back.
     assert_eq!(app.balance(&account).await, 8_500);
+    // Every account's balance, as `ledger_balances` reads it from the entries:
+    // (kind, debits posted, credits posted, pending, balance).
+    assert_eq!(
+        balances(&app).await,
+        [
+            ("CLEARING".to_owned(), 3_000, 700, 0, -2_300),
+            ("FUNDING".to_owned(), 10_000, 0, 0, -10_000),
+            ("MERCHANT".to_owned(), 1_200, 5_000, 0, 3_800),
+            ("WALLET".to_owned(), 2_000, 10_500, 0, 8_500),
+        ]
+    );
     app.assert_invariants().await;
+}
+
+/// Each ledger account's figures from `ledger_balances`, by kind.
+async fn balances(app: &TestApp) -> Vec<(String, i64, i64, i64, i64)> {
+    sqlx::query_as(
+        "SELECT kind, debits_posted, credits_posted, debits_pending, balance_cents
+         FROM ledger_balances ORDER BY kind, owner",
+    )
+    .fetch_all(&app.db)
+    .await
+    .expect("balances")
 }
 
 /// What the suspense accounts hold: money we hold that is not ours.
 async fn suspense(app: &TestApp) -> i64 {
     sqlx::query_scalar(
-        "SELECT coalesce(sum(CASE WHEN t.credit_account_id = s.ledger_account_id THEN t.amount_cents
-                                  ELSE -t.amount_cents END), 0)::bigint
-         FROM ledger_accounts s JOIN transfers t ON s.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
-         WHERE s.kind = 'SUSPENSE'",
+        "SELECT coalesce(sum(balance_cents), 0)::bigint FROM ledger_balances WHERE kind = 'SUSPENSE'",
     )
     .fetch_one(&app.db)
     .await
@@ -252,6 +271,7 @@ async fn the_database_refuses_what_the_books_may_never_hold_whoever_asks() {
 /// The schema of the main branch before the books: the two migrations of the
 /// money model undone (the books, then the payment methods).
 const BEFORE_THE_BOOKS: &str = "
+    DROP VIEW ledger_balances;
     DROP TRIGGER accounts_open_wallet ON accounts;
     DROP TABLE transfers;
     DROP TABLE ledger_accounts;

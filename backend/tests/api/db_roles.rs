@@ -97,14 +97,14 @@ impl Roles {
             .collect()
     }
 
-    /// Every table of the schema: (name, owner, may the app role read it).
+    /// Every table and view of the schema: (name, owner, may the app role read it).
     fn tables(&self) -> Vec<String> {
         self.superuser_rows(&format!(
             "SELECT format('%s %s %s', n.nspname || '.' || c.relname, pg_get_userbyid(c.relowner),
                            CASE WHEN has_table_privilege('{}', c.oid, 'SELECT')
                                 THEN 'granted' ELSE 'missing' END)
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind IN ('r', 'p') AND n.nspname IN ('public', 'tower_sessions')
+             WHERE c.relkind IN ('r', 'p', 'v') AND n.nspname IN ('public', 'tower_sessions')
              ORDER BY 1",
             self.app
         ))

@@ -61,6 +61,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/ops/search"),
         ("get", "/api/ops/activity"),
         ("get", "/api/ops/reconciliations/{date}"),
+        ("get", "/api/ops/books"),
         ("post", "/api/payments/callback"),
         ("post", "/api/payments/callback/wechatpay"),
         ("post", "/api/payments/callback/alipay"),

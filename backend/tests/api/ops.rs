@@ -3,10 +3,10 @@
 //! with the admin token it was obtained with and at its absolute lifetime, a
 //! sign-in of either kind that keeps nothing of the session before it, the
 //! anomalies queue and its one-time resolutions, an order's timeline, search,
-//! activity.
+//! activity, the books' balances.
 
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, post_refund, spawn_app_with,
+    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, post_refund, spawn_app, spawn_app_with,
     spawn_app_without_callbacks, success_body,
 };
 use reqwest::StatusCode;
@@ -169,6 +169,7 @@ async fn the_console_api_answers_nobody_without_an_operator_session() {
             format!("/api/ops/search?q={order_no}"),
             "/api/ops/activity".to_owned(),
             "/api/ops/reconciliations/2026-12-01".to_owned(),
+            "/api/ops/books".to_owned(),
         ] {
             let (status, body) = get(&client, &app, &path).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
@@ -488,6 +489,52 @@ async fn activity_counts_the_last_hour_per_minute() {
     assert_eq!(total(&after, "deliveries"), 5);
     assert_eq!(total(&after, "duplicates"), 3);
     assert_eq!(total(&after, "pays"), 1);
+}
+
+#[tokio::test]
+async fn the_books_show_each_accounts_balance_and_the_wallets_summed() {
+    let app = spawn_app().await;
+    let ops = operator(&app, "ada").await;
+    let (status, empty) = get(&ops, &app, "/api/ops/books").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(empty["accounts"], serde_json::json!([]));
+
+    let first = app.create_account(10_000, "EUR").await;
+    app.create_shopper(5_000, "EUR").await;
+    app.create_shopper(700, "GBP").await;
+    let order = app.create_order(&first, 2_500).await;
+    app.pay_by_until_final(&order.order_no, "wallet").await;
+
+    let (_, books) = get(&ops, &app, "/api/ops/books").await;
+    let lines: Vec<String> = books["accounts"]
+        .as_array()
+        .expect("accounts")
+        .iter()
+        .map(|line| {
+            format!(
+                "{} {} {} x{}: -{} +{} held {} = {}",
+                line["currency"].as_str().expect("currency"),
+                line["kind"].as_str().expect("kind"),
+                line["owner"].as_str().expect("owner"),
+                line["accounts"],
+                line["debits_posted_cents"],
+                line["credits_posted_cents"],
+                line["debits_pending_cents"],
+                line["balance_cents"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "EUR MERCHANT default x1: -0 +2500 held 0 = 2500",
+            "EUR FUNDING checkout x1: -15000 +0 held 0 = -15000",
+            "EUR WALLET shoppers x2: -2500 +15000 held 0 = 12500",
+            "GBP FUNDING checkout x1: -700 +0 held 0 = -700",
+            "GBP WALLET shoppers x1: -0 +700 held 0 = 700",
+        ]
+    );
+    app.assert_invariants().await;
 }
 
 /// Another admin token, as after rotating a leaked one.

@@ -416,8 +416,37 @@ impl PayFlow {
             Some(ErrorCode::TokenInvalid) => self.verify(token, Doubt::TokenRefused),
             Some(ErrorCode::OrderNotPayable) => self.reload_order(Some(Notice::AlreadySettled)),
             Some(ErrorCode::InsufficientFunds) => {
-                self.phase = Phase::Declined;
-                self.notice = Some(Notice::InsufficientFunds);
+                // The wallet could not pay and its token is spent. Where the
+                // platform offers another method, it is chosen for the shopper
+                // and a new token fetched, so "Pay now" pays that way.
+                let other = self
+                    .methods
+                    .iter()
+                    .copied()
+                    .find(|&method| method != PaymentMethod::Wallet);
+                match other {
+                    Some(other) if self.method == Some(PaymentMethod::Wallet) => {
+                        self.method = Some(other);
+                        let effects = self.request_token();
+                        self.notice = Some(Notice::InsufficientFundsPayAnotherWay);
+                        effects
+                    }
+                    _ => {
+                        self.phase = Phase::Declined;
+                        self.notice = Some(Notice::InsufficientFunds);
+                        vec![]
+                    }
+                }
+            }
+            Some(ErrorCode::PaymentMethodUnavailable) => {
+                // Refused before the token was touched: it still pays. The
+                // method is dropped from the choice, and the next offered (or,
+                // with none left, the backend's default) is named instead.
+                let refused = self.method;
+                self.methods.retain(|&method| Some(method) != refused);
+                self.method = self.methods.first().copied();
+                self.phase = Phase::Ready { token };
+                self.notice = Some(Notice::MethodUnavailable);
                 vec![]
             }
             _ if err.is_unavailable() => self.verify(token, Doubt::Unavailable),

@@ -97,6 +97,11 @@ pub enum Notice {
     TokenRenewed,
     /// The balance does not cover the order.
     InsufficientFunds,
+    /// The balance does not cover the order, and the platform's own method
+    /// is now chosen, with a new token: "Pay now" pays that way.
+    InsufficientFundsPayAnotherWay,
+    /// The method named is not offered; another one is chosen, the token kept.
+    MethodUnavailable,
     /// Re-sending the same pay request because the last one got no answer.
     Retrying,
     /// Another submit of the same payment is still being recorded; sending it again shortly.
@@ -131,6 +136,12 @@ impl Notice {
             Self::InsufficientFunds => {
                 "Your balance is too low for this order. Nothing was charged."
             }
+            Self::InsufficientFundsPayAnotherWay => {
+                "Your balance is too low for this order, so nothing was charged. You can pay another way: it is chosen below; press \u{201c}Pay now\u{201d} to pay with it."
+            }
+            Self::MethodUnavailable => {
+                "That payment method is not available for this order, so nothing was charged. Please check the method below and press \u{201c}Pay now\u{201d} again."
+            }
             Self::Retrying => {
                 "The connection is unstable; still trying to send your payment\u{2026}"
             }
@@ -160,6 +171,8 @@ impl Notice {
             Self::Offline => "offline",
             Self::TokenRenewed => "token-renewed",
             Self::InsufficientFunds => "insufficient-funds",
+            Self::InsufficientFundsPayAnotherWay => "insufficient-funds-pay-another-way",
+            Self::MethodUnavailable => "method-unavailable",
             Self::Retrying => "retrying",
             Self::BeingRecorded => "being-recorded",
             Self::SubmitStalled => "submit-stalled",

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod anomalies;
+pub mod books;
 pub mod orders;
 pub mod reconciliation;
 pub mod signin;
@@ -17,6 +18,7 @@ pub fn view_for(route: Route) -> AnyView {
         Route::Orders { order_no } => view! { <orders::OrdersPage order_no=order_no /> }.into_any(),
         Route::Activity => view! { <activity::ActivityPage /> }.into_any(),
         Route::Reconciliation => view! { <reconciliation::ReconciliationPage /> }.into_any(),
+        Route::Books => view! { <books::BooksPage /> }.into_any(),
         Route::NotFound => view! {
             <section class="card">
                 <h1>"No such view"</h1>

@@ -12,7 +12,7 @@ use crate::state::AppState;
 use api_types::AnomalyKind;
 use api_types::api::Reconciliation;
 use api_types::ops::{
-    Activity, AnomalyState, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
+    Activity, AnomalyState, Books, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
     ReviewAnomaly, SearchHit,
 };
 use axum::Json;
@@ -250,6 +250,19 @@ pub async fn activity(
         minute.replays = crate::infra::metrics::RECENT_REPLAYS.of_minute(minute.minute);
     }
     Ok(Json(Activity { minutes }))
+}
+
+/// `GET /api/ops/books` -> every ledger account's balance, read from its
+/// entries (`ledger_balances`), the wallets summed per currency.
+#[utoipa::path(get, path = "/ops/books", tag = "ops", security(("session" = [])),
+    responses((status = 200, description = "The books' balances, by currency", body = Books),
+        ShopperErrors))]
+pub async fn books(
+    State(state): State<AppState>,
+    _operator: Operator,
+) -> Result<Json<Books>, ApiError> {
+    let accounts = db::books::balances(&state.db).await?;
+    Ok(Json(Books { accounts }))
 }
 
 /// `GET /api/ops/reconciliations/{date}` -> the day's reconciliation, as

@@ -278,6 +278,90 @@ fn insufficient_funds_is_said_plainly_and_ends_the_flow() {
 }
 
 #[test]
+fn a_wallet_too_low_turns_to_the_platforms_method_with_a_new_token() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    assert_eq!(flow.method, Some(PaymentMethod::Wallet));
+    flow.apply(Event::PayPressed);
+    // The refused token is spent: a new one is asked for, once.
+    assert_eq!(
+        flow.apply(Event::PayFailed(server_error(
+            422,
+            ErrorCode::InsufficientFunds
+        ))),
+        vec![Effect::IssueToken]
+    );
+    assert_eq!(flow.tokens_requested, 2);
+    assert_eq!(flow.notice, Some(Notice::InsufficientFundsPayAnotherWay));
+    assert_eq!(flow.method, Some(PaymentMethod::Platform));
+    flow.apply(Event::TokenIssued(token(2)));
+    // The shopper may still choose; the notice stays until the next press.
+    assert_eq!(flow.choices().len(), 2);
+    assert_eq!(
+        flow.view().notice,
+        Some(Notice::InsufficientFundsPayAnotherWay)
+    );
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(2),
+            method: Some(PaymentMethod::Platform),
+            delay_ms: 0
+        }]
+    );
+    assert_eq!(flow.notice, None);
+}
+
+#[test]
+fn a_wallet_too_low_where_the_wallet_is_all_there_is_ends_the_flow() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(platform(
+        "sandbox",
+        &[PaymentMethod::Wallet],
+    )));
+    flow.apply(Event::PayPressed);
+    assert!(
+        flow.apply(Event::PayFailed(server_error(
+            422,
+            ErrorCode::InsufficientFunds
+        )))
+        .is_empty()
+    );
+    assert_eq!(flow.phase, Phase::Declined);
+    assert_eq!(flow.notice, Some(Notice::InsufficientFunds));
+    assert_eq!(flow.tokens_requested, 1);
+}
+
+#[test]
+fn a_method_not_offered_is_dropped_and_the_same_token_pays_another_way() {
+    let mut flow = ready();
+    flow.apply(Event::PlatformRead(sandbox()));
+    flow.apply(Event::MethodChosen(PaymentMethod::Platform));
+    flow.apply(Event::PayPressed);
+    // Refused before the token was touched: no new token, no order read.
+    assert!(
+        flow.apply(Event::PayFailed(server_error(
+            422,
+            ErrorCode::PaymentMethodUnavailable
+        )))
+        .is_empty()
+    );
+    assert_eq!(flow.tokens_requested, 1);
+    assert_eq!(flow.notice, Some(Notice::MethodUnavailable));
+    assert!(flow.view().notice.is_some_and(Notice::is_problem));
+    assert_eq!(flow.method, Some(PaymentMethod::Wallet));
+    assert!(flow.choices().is_empty(), "one method is left");
+    assert_eq!(
+        flow.apply(Event::PayPressed),
+        vec![Effect::Submit {
+            token: Uuid::from_u128(1),
+            method: Some(PaymentMethod::Wallet),
+            delay_ms: 0
+        }]
+    );
+}
+
+#[test]
 fn an_order_settled_elsewhere_is_reloaded_to_show_the_truth() {
     let mut flow = ready();
     flow.apply(Event::PayPressed);
@@ -590,9 +674,14 @@ fn no_failed_pay_request_says_nothing_was_charged_before_the_order_was_read() {
         while matches!(flow.phase, Phase::Submitting { .. }) {
             effects = flow.apply(Event::PayFailed(err.clone()));
         }
+        // PAYMENT_METHOD_UNAVAILABLE is refused before the token is touched.
         let refused = matches!(
             err.code(),
-            Some(ErrorCode::InsufficientFunds | ErrorCode::Unauthenticated)
+            Some(
+                ErrorCode::InsufficientFunds
+                    | ErrorCode::Unauthenticated
+                    | ErrorCode::PaymentMethodUnavailable
+            )
         );
         let says_nothing_charged = flow
             .notice

@@ -3,7 +3,7 @@
 //! storm (a callback id reused with another body, a second success naming
 //! another payment), one anomaly resolved with a note; the timeline of an
 //! order that had duplicate deliveries and a refund; the activity chart drawn
-//! and refreshing by itself.
+//! and refreshing by itself; the books' balances.
 
 use crate::helpers::{ADMIN_TOKEN, TestApp, spawn_app};
 use api_types::RefundStatus;
@@ -167,6 +167,19 @@ async fn after_a_chaos_storm_the_queue_lists_the_anomalies_and_one_is_resolved_w
     .await
     .expect("the anomaly row");
     assert_eq!(resolved, 1, "resolved, not deleted");
+
+    // The books: the merchant was credited the order's amount once.
+    app.click("tab-books").await;
+    let merchant = app
+        .eventually("the merchant's line in the books", || async {
+            let cell = app
+                .js("const c = document.querySelector('#books-accounts tr[data-kind=\"MERCHANT\"] .balance'); return c ? c.textContent : null;")
+                .await;
+            cell.as_str().map(str::to_owned)
+        })
+        .await;
+    assert_eq!(merchant, "25.00 EUR");
+    app.screenshot("ops-console-books").await;
     app.finish().await;
 }
 
