@@ -156,6 +156,10 @@ BEGIN
             ('public', 'ledger_accounts',       'SELECT, INSERT'),
             -- A view: each account's balance read from its entries.
             ('public', 'ledger_balances',       'SELECT'),
+            -- Merchants: made by the operator, never removed; a key's hash and owner
+            -- never change, only when it ends, is revoked, and was last used.
+            ('public', 'merchants',             'SELECT, INSERT'),
+            ('public', 'merchant_keys',         'SELECT, INSERT, UPDATE (expires_at, revoked_at, last_used_at)'),
             ('public', 'callback_deliveries',   'SELECT, INSERT'),
             ('public', 'anomalies',             'SELECT, INSERT, UPDATE (resolved_at, resolved_by, resolution_note)'),
             ('public', 'reconciliation_items',  'SELECT, INSERT'),

@@ -104,6 +104,17 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
     export ADMIN_TOKEN
     echo "==> Operator console: http://${BIND_ADDR:-127.0.0.1:3000}/ops/ (sign in with the admin token in .local/admin-token)"
 fi
+# Merchants' API keys are kept as HMACs under MERCHANT_KEY_SECRET: without one
+# set, a secret is made once for this checkout, kept in .local/merchant-key-secret
+# (mode 600) and never printed, so the keys made here keep working across restarts.
+if [[ -z "${MERCHANT_KEY_SECRET:-}" ]]; then
+    if [[ ! -s .local/merchant-key-secret ]]; then
+        mkdir -p .local
+        (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >.local/merchant-key-secret)
+    fi
+    MERCHANT_KEY_SECRET="$(cat .local/merchant-key-secret)"
+    export MERCHANT_KEY_SECRET
+fi
 # One instance and no load balancer: nothing to wait for on Ctrl-C
 # (scripts/cluster.sh runs instances behind HAProxy with a drain).
 export DRAIN_SECS="${DRAIN_SECS:-0}"

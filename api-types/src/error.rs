@@ -63,6 +63,11 @@ pub enum ErrorCode {
     PaymentMethodUnavailable,
     /// The order currency differs from the account currency.
     CurrencyMismatch,
+    /// Another order of this merchant has this `merchant_reference`.
+    MerchantReferenceInUse,
+    /// A `return_url` or `cancel_url` is not `https` (or `http` on a loopback
+    /// host), or its origin is not one of the merchant's `return_origins`.
+    ReturnUrlNotAllowed,
     /// The token store (Redis) cannot be reached; retry later.
     TokenStoreUnavailable,
     /// A callback's signature is missing, wrong, or its timestamp is outside the tolerance.
@@ -83,7 +88,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 33] = [
         Self::BadRequest,
         Self::Unauthorized,
         Self::Unauthenticated,
@@ -107,6 +112,8 @@ impl ErrorCode {
         Self::InsufficientFunds,
         Self::PaymentMethodUnavailable,
         Self::CurrencyMismatch,
+        Self::MerchantReferenceInUse,
+        Self::ReturnUrlNotAllowed,
         Self::TokenStoreUnavailable,
         Self::SignatureInvalid,
         Self::AmountMismatch,
@@ -143,6 +150,8 @@ impl ErrorCode {
             Self::InsufficientFunds => "INSUFFICIENT_FUNDS",
             Self::PaymentMethodUnavailable => "PAYMENT_METHOD_UNAVAILABLE",
             Self::CurrencyMismatch => "CURRENCY_MISMATCH",
+            Self::MerchantReferenceInUse => "MERCHANT_REFERENCE_IN_USE",
+            Self::ReturnUrlNotAllowed => "RETURN_URL_NOT_ALLOWED",
             Self::TokenStoreUnavailable => "TOKEN_STORE_UNAVAILABLE",
             Self::SignatureInvalid => "SIGNATURE_INVALID",
             Self::AmountMismatch => "AMOUNT_MISMATCH",

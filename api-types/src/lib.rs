@@ -17,6 +17,7 @@ pub mod api;
 pub mod attempt;
 pub mod enums;
 pub mod error;
+pub mod merchant;
 pub mod money;
 pub mod ops;
 pub mod platform;

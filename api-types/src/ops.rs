@@ -210,8 +210,9 @@ pub struct Books {
 pub struct LedgerBalance {
     /// Whose money it is.
     pub kind: LedgerAccountKind,
-    /// The owner's name (`default` merchant, `platform` clearing, `checkout`);
-    /// for wallets, `shoppers`.
+    /// The owner's name: the merchant's, `platform` (clearing), `checkout`
+    /// (suspense, funding), `shoppers` (the wallets); `default` for what the
+    /// one merchant held before merchants had accounts of their own.
     pub owner: String,
     /// The account's currency.
     pub currency: Currency,

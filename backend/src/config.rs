@@ -220,10 +220,18 @@ pub struct Config {
     #[arg(long, env = env::ADMIN_TOKEN, hide_env_values = true, value_parser = secret)]
     pub admin_token: Option<SecretString>,
 
-    /// Bearer key of the merchant API (`POST /api/merchant/orders`), at least 32
-    /// characters; the merchant API answers 404 when unset.
+    /// A key of the shop's own merchant account (`/api/merchant/*`), at least 32
+    /// characters: registered at start, so a deployment made before merchants
+    /// had keys of their own keeps working. Unset: that key stops working;
+    /// merchants made with `POST /api/admin/merchants` have their own keys.
     #[arg(long, env = env::MERCHANT_API_KEY, hide_env_values = true, value_parser = secret)]
     pub merchant_api_key: Option<SecretString>,
+
+    /// The HMAC key merchants' API keys are stored hashed under, at least 32
+    /// characters, the same on every instance (changing it invalidates every
+    /// key). Unset: a fixed key (docs/SECURITY.md says what that gives up).
+    #[arg(long, env = env::MERCHANT_KEY_SECRET, hide_env_values = true, value_parser = secret)]
+    pub merchant_key_secret: Option<SecretString>,
 
     /// The origin shoppers' browsers load the page from (`scheme://host[:port]`):
     /// state-changing requests from any other site are refused (CSRF), and
@@ -406,6 +414,7 @@ impl Default for Config {
             webhook_secret: None,
             admin_token: None,
             merchant_api_key: None,
+            merchant_key_secret: None,
             public_origin: "http://127.0.0.1:3000".into(),
             trusted_proxies: Vec::new(),
             notify_base_url: None,
@@ -540,6 +549,12 @@ pub enum ConfigError {
          unset it to switch the merchant API off, or make one with: head -c 24 /dev/urandom | base64"
     )]
     ShortMerchantKey(usize),
+    /// A merchant key secret short enough to guess.
+    #[error(
+        "MERCHANT_KEY_SECRET must be at least {MIN_ADMIN_TOKEN_CHARS} characters (it has {0}); \
+         make one with: head -c 32 /dev/urandom | base64"
+    )]
+    ShortMerchantKeySecret(usize),
     /// The public origin is not `scheme://host[:port]`.
     #[error(
         "PUBLIC_ORIGIN must be the origin the page is served from, scheme://host[:port] with \
@@ -586,6 +601,12 @@ impl Config {
             let chars = key.expose_secret().chars().count();
             if chars < MIN_ADMIN_TOKEN_CHARS {
                 return Err(ConfigError::ShortMerchantKey(chars));
+            }
+        }
+        if let Some(secret) = &self.merchant_key_secret {
+            let chars = secret.expose_secret().chars().count();
+            if chars < MIN_ADMIN_TOKEN_CHARS {
+                return Err(ConfigError::ShortMerchantKeySecret(chars));
             }
         }
         if !is_origin(&self.public_origin) {

@@ -66,6 +66,8 @@ pub const WEBHOOK_SECRET: &str = "WEBHOOK_SECRET";
 pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
 /// Bearer key of the merchant API.
 pub const MERCHANT_API_KEY: &str = "MERCHANT_API_KEY";
+/// The HMAC key merchants' API keys are hashed under (at least 32 characters).
+pub const MERCHANT_KEY_SECRET: &str = "MERCHANT_KEY_SECRET";
 /// The origin the page is served from (CSRF checks, `pay_url`).
 pub const PUBLIC_ORIGIN: &str = "PUBLIC_ORIGIN";
 /// The origin payment platforms post their notifications to.
@@ -147,6 +149,7 @@ pub const ALL: &[&str] = &[
     WEBHOOK_SECRET,
     ADMIN_TOKEN,
     MERCHANT_API_KEY,
+    MERCHANT_KEY_SECRET,
     PUBLIC_ORIGIN,
     TRUSTED_PROXIES,
     NOTIFY_BASE_URL,

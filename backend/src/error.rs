@@ -111,6 +111,12 @@ pub enum ApiError {
     /// The shopper has no account in the order's currency.
     #[error("you have no account in {0}")]
     NoAccountInCurrency(Currency),
+    /// Another order of the merchant has this `merchant_reference`.
+    #[error("another of your orders has merchant_reference {0:?}; each order needs its own")]
+    MerchantReferenceInUse(String),
+    /// A return or cancel URL the merchant may not send shoppers to; the message says why.
+    #[error("{0}")]
+    ReturnUrlNotAllowed(String),
     /// Redis is unreachable or too slow.
     #[error("the request-token store is unavailable")]
     TokenStoreUnavailable(#[source] redis::RedisError),
@@ -194,6 +200,11 @@ impl ApiError {
             NoAccountInCurrency(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::CurrencyMismatch,
+            ),
+            MerchantReferenceInUse(_) => (StatusCode::CONFLICT, ErrorCode::MerchantReferenceInUse),
+            ReturnUrlNotAllowed(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::ReturnUrlNotAllowed,
             ),
             TokenStoreUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -28,8 +28,10 @@
 //!     payment named under a wrong reference while PENDING: it may still be charged).
 //!
 //! 11. the double-entry books (`transfers`) agree: every wallet's balance is its
-//!     posted credits less its posted debits and its hold its unresolved HOLDs;
-//!     per order, charged - refunded equals the merchant's entries for it; every
+//!     posted credits less its posted debits and its hold its unresolved HOLDs,
+//!     and never spends more than that leaves (`ledger_balances`); per order,
+//!     charged - refunded equals the merchant's entries for it, and a
+//!     merchant's account moves only for that merchant's orders; every
 //!     CHARGE and REFUND row has its transfer and no transfer lacks its row; the
 //!     suspense account holds exactly the automatic refunds not yet given back;
 //!     a hold is open only while its order is PENDING. (In each currency all
@@ -389,6 +391,23 @@ async fn books(db: &PgPool, violations: &mut Vec<String>) -> anyhow::Result<()> 
         violations.push(format!(
             "order {}: charged - refunded is {}, but the merchant's entries for it are {}",
             row.order_no, row.ledger, row.merchant
+        ));
+    }
+
+    // Each merchant's account moves only for its own orders.
+    let strays = sqlx::query!(
+        r#"SELECT t.transfer_id, t.order_no AS "order_no!", a.owner, o.merchant_id::text AS "merchant!"
+           FROM transfers t JOIN ledger_accounts a
+                ON a.kind = 'MERCHANT' AND a.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
+                JOIN orders o ON o.order_no = t.order_no
+           WHERE a.owner <> 'default' AND a.owner <> o.merchant_id::text"#
+    )
+    .fetch_all(db)
+    .await?;
+    for row in strays {
+        violations.push(format!(
+            "transfer {} of order {} (merchant {}) moved merchant {}'s account",
+            row.transfer_id, row.order_no, row.merchant, row.owner
         ));
     }
 

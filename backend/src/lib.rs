@@ -31,6 +31,7 @@ pub mod http;
 pub mod idempotency;
 pub mod infra;
 pub mod invariants;
+pub mod merchants;
 pub mod pay;
 pub mod platform;
 pub mod reconcile;

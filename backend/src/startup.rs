@@ -2,7 +2,7 @@
 
 use crate::config::{Command, Config, PlatformChoice};
 use crate::error::ApiError;
-use crate::http::auth::bearer::{self, BearerKey};
+use crate::http::auth::bearer;
 use crate::http::auth::session;
 use crate::http::limits::Limits;
 use crate::http::openapi::ApiDoc;
@@ -89,6 +89,18 @@ impl Application {
             config.database_max_connections,
         )
         .await?;
+
+        // MERCHANT_API_KEY is one of the shop's keys while it is set, and stops working when it is not.
+        let merchant_keys = crate::merchants::KeyHasher::new(config.merchant_key_secret.clone());
+        crate::db::merchants::register_env_key(
+            &db,
+            config
+                .merchant_api_key
+                .as_ref()
+                .map(|key| merchant_keys.hash(key.expose_secret())),
+        )
+        .await
+        .context("cannot register MERCHANT_API_KEY")?;
 
         let webhook = settled.webhook_secret;
         if settled.secret_generated {
@@ -198,7 +210,7 @@ impl Application {
                 config.admin_token.as_ref(),
                 Duration::from_secs(config.ops_session_max_secs),
             ),
-            merchant_api_key: config.merchant_api_key.clone().map(Arc::new),
+            merchant_keys,
             platform,
             demo_shoppers_allowed,
             demo_shoppers: Arc::new(demo_shoppers),
@@ -546,7 +558,7 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
     let metrics = OpenApiRouter::new()
         .routes(routes!(crate::http::metrics::metrics))
         .route_layer(middleware::from_fn_with_state(
-            (state.clone(), BearerKey::Admin),
+            state.clone(),
             bearer::require,
         ));
     let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())

@@ -48,8 +48,8 @@ pub struct Handles {
     /// What an operator session must match: the admin token's fingerprint and
     /// its absolute lifetime.
     pub operator_sessions: crate::http::auth::operator::OperatorSessions,
-    /// Bearer key of the merchant API; `None` switches it off.
-    pub merchant_api_key: Option<Arc<SecretString>>,
+    /// Hashes merchants' API keys (`MERCHANT_KEY_SECRET`).
+    pub merchant_keys: crate::merchants::KeyHasher,
     /// The payment platform.
     pub platform: Platform,
     /// Demo shoppers may sign in: demo mode is on and no money moves

@@ -12,6 +12,7 @@
 //! - [`query_schedule`]: when the platform is asked about a payment without a
 //!   result, and when it is flagged as stuck;
 //! - [`reconcile`]: a day's bill read and compared with what we hold;
+//! - [`return_url`]: where a merchant may send its shoppers back to;
 //! - [`state`]: the moves an order's and a payment attempt's state machines allow.
 
 #![warn(missing_docs)]
@@ -22,4 +23,5 @@ pub mod origin;
 pub mod query_schedule;
 pub mod reconcile;
 pub mod refund;
+pub mod return_url;
 pub mod state;

@@ -12,7 +12,7 @@ WITH seen AS (
     INSERT INTO callback_deliveries (callback_id, order_no, event_type, outcome, http_status)
     SELECT $1, $2, $3, 'DUPLICATE', 200 FROM seen WHERE seen.body_sha256 = $4
 ), target AS (
-    SELECT o.order_no, o.account_id, o.amount_cents, o.currency, p.method, p.payment_id
+    SELECT o.order_no, o.account_id, o.merchant_id, o.amount_cents, o.currency, p.method, p.payment_id
     FROM orders o JOIN accounts a ON a.account_id = o.account_id
          -- decide: Reference::NoAttempt never charges, so an attempt must exist.
          JOIN payment_attempts p ON p.order_no = o.order_no
@@ -46,11 +46,11 @@ WITH seen AS (
     RETURNING order_no, account_id, amount_cents
 ), transferred AS (
     -- ... the same charge in the books: from the wallet, posting the hold made at
-    -- pay, or from the platform's clearing account, to the merchant ...
+    -- pay, or from the platform's clearing account, to the order's merchant ...
     INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency, kind, pending_id, order_no)
     SELECT 'charge:' || $1,
            CASE WHEN t.method = 'wallet' THEN t.account_id ELSE ledger_account('CLEARING', 'platform', t.currency) END,
-           ledger_account('MERCHANT', 'default', t.currency), t.amount_cents, t.currency, 'CHARGE',
+           ledger_account('MERCHANT', t.merchant_id::text, t.currency), t.amount_cents, t.currency, 'CHARGE',
            CASE WHEN t.method = 'wallet' THEN 'hold:' || t.payment_id END, t.order_no
     FROM target t JOIN charged c ON c.order_no = t.order_no
     RETURNING transfer_id

@@ -46,7 +46,10 @@ FROM (
     UNION ALL
     -- The same money in the books: each transfer as its debit/credit pair.
     SELECT t.created_at, 'ledger', 5,
-           format('transfer %s: debit %s %s, credit %s %s', t.kind, d.kind, d.owner, c.kind, c.owner),
+           -- A merchant's account by its merchant's name.
+           format('transfer %s: debit %s %s, credit %s %s', t.kind,
+                  d.kind, coalesce((SELECT m.name FROM merchants m WHERE d.kind = 'MERCHANT' AND m.merchant_id::text = d.owner), d.owner),
+                  c.kind, coalesce((SELECT m.name FROM merchants m WHERE c.kind = 'MERCHANT' AND m.merchant_id::text = c.owner), c.owner)),
            jsonb_build_object('transfer_id', t.transfer_id, 'kind', t.kind, 'amount_cents', t.amount_cents,
                               'currency', t.currency, 'debit', d.kind, 'credit', c.kind,
                               'posts_or_voids', t.pending_id)

@@ -4,7 +4,7 @@
 -- and the general transaction says why. backend/tests/api/pay_one_statement.rs
 -- feeds both the same cases and compares what they write.
 WITH target AS (
-    SELECT o.order_no, o.account_id, o.amount_cents, o.currency
+    SELECT o.order_no, o.account_id, o.merchant_id, o.amount_cents, o.currency
     FROM orders o JOIN accounts a ON a.account_id = o.account_id
     -- pay::ensure_payable: PENDING and not past its expiry.
     WHERE o.order_no = $3 AND o.status = 'PENDING' AND o.expires_at > $7
@@ -32,9 +32,9 @@ WITH target AS (
     WHERE a.account_id = t.account_id AND n.method = 'wallet'
     RETURNING a.account_id
 ), booked AS (
-    -- ... and the same hold in the books: pending, from the wallet to the merchant.
+    -- ... and the same hold in the books: pending, from the wallet to the order's merchant.
     INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency, kind, order_no)
-    SELECT 'hold:' || n.payment_id, t.account_id, ledger_account('MERCHANT', 'default', t.currency),
+    SELECT 'hold:' || n.payment_id, t.account_id, ledger_account('MERCHANT', t.merchant_id::text, t.currency),
            t.amount_cents, t.currency, 'HOLD', t.order_no
     FROM target t JOIN attempt n ON n.order_no = t.order_no
     WHERE n.method = 'wallet'

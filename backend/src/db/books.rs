@@ -9,6 +9,7 @@
 //! and suspense accounts are hot and have no row to update: their balances are
 //! read from the entries.
 
+use api_types::merchant::{BalanceEntry, CurrencyBalance};
 use api_types::ops::LedgerBalance;
 use api_types::{Currency, LedgerAccountKind};
 use sqlx::PgConnection;
@@ -50,7 +51,8 @@ pub async fn charge(
         "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
                                 kind, pending_id, order_no)
          VALUES ('charge:' || $1, coalesce($2, ledger_account('CLEARING', 'platform', $4)),
-                 ledger_account('MERCHANT', 'default', $4), $3, $4, 'CHARGE', $5, $6)",
+                 ledger_account('MERCHANT', (SELECT merchant_id::text FROM orders WHERE order_no = $6), $4),
+                 $3, $4, 'CHARGE', $5, $6)",
         callback_id,
         wallet,
         amount_cents,
@@ -77,7 +79,8 @@ pub async fn hold(
     sqlx::query!(
         "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
                                 kind, order_no)
-         VALUES ('hold:' || $1, $2, ledger_account('MERCHANT', 'default', $4), $3, $4, 'HOLD', $5)",
+         VALUES ('hold:' || $1, $2, ledger_account('MERCHANT', (SELECT merchant_id::text FROM orders WHERE order_no = $5), $4),
+                 $3, $4, 'HOLD', $5)",
         payment_id.to_string(),
         account_id,
         amount_cents,
@@ -120,7 +123,7 @@ pub async fn refund(
     sqlx::query!(
         "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents, currency,
                                 kind, order_no)
-         VALUES ('refund:' || $1, ledger_account('MERCHANT', 'default', $4),
+         VALUES ('refund:' || $1, ledger_account('MERCHANT', (SELECT merchant_id::text FROM orders WHERE order_no = $2), $4),
                  coalesce($5, ledger_account('CLEARING', 'platform', $4)), $3, $4, 'REFUND', $2)",
         refund_no,
         order_no,
@@ -180,13 +183,16 @@ pub async fn suspense(
 }
 
 /// Every ledger account's balance from `ledger_balances`, the wallets summed
-/// per currency (one line each, owner `shoppers`): what the console shows.
+/// per currency (one line each, owner `shoppers`), a merchant's account by its
+/// merchant's name: what the console shows.
 #[tracing::instrument(name = "db.books.balances", skip(db))]
 pub async fn balances(db: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<LedgerBalance>> {
     sqlx::query_as!(
         LedgerBalance,
         r#"SELECT kind AS "kind!: LedgerAccountKind",
-                  CASE WHEN kind = 'WALLET' THEN 'shoppers' ELSE owner END AS "owner!",
+                  CASE WHEN kind = 'WALLET' THEN 'shoppers'
+                       WHEN kind = 'MERCHANT' THEN coalesce((SELECT m.name FROM merchants m WHERE m.merchant_id::text = owner), owner)
+                       ELSE owner END AS "owner!",
                   currency AS "currency!: Currency", count(*) AS "accounts!",
                   sum(debits_posted)::bigint AS "debits_posted_cents!",
                   sum(credits_posted)::bigint AS "credits_posted_cents!",
@@ -198,4 +204,88 @@ pub async fn balances(db: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<LedgerB
     )
     .fetch_all(db)
     .await
+}
+
+/// A merchant's account in each currency it has one in, from `ledger_balances`.
+#[tracing::instrument(name = "db.books.merchant_balances", skip(db))]
+pub async fn merchant_balances(
+    db: impl sqlx::PgExecutor<'_>,
+    merchant_id: Uuid,
+) -> sqlx::Result<Vec<CurrencyBalance>> {
+    sqlx::query_as!(
+        CurrencyBalance,
+        r#"SELECT currency AS "currency!: Currency", balance_cents AS "balance_cents!",
+                  credits_posted AS "credited_cents!", debits_posted AS "debited_cents!"
+           FROM ledger_balances WHERE kind = 'MERCHANT' AND owner = $1::uuid::text
+           ORDER BY currency"#,
+        merchant_id,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Up to `limit` posted entries of a merchant's accounts, newest first
+/// (posting time, then transfer id, descending), older than the entry
+/// `starting_after` when given. `None`: that entry is not one of the merchant's.
+#[tracing::instrument(name = "db.books.merchant_entries", skip(db))]
+pub async fn merchant_entries(
+    db: &sqlx::PgPool,
+    merchant_id: Uuid,
+    starting_after: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Option<Vec<BalanceEntry>>> {
+    let cursor = match starting_after {
+        None => None,
+        Some(entry_id) => {
+            let found = sqlx::query!(
+                r#"SELECT t.created_at, t.transfer_id FROM transfers t JOIN ledger_accounts a
+                        ON a.ledger_account_id IN (t.debit_account_id, t.credit_account_id)
+                   WHERE t.transfer_id = $1 AND a.kind = 'MERCHANT' AND a.owner = $2::uuid::text
+                     AND t.kind NOT IN ('HOLD', 'VOID')"#,
+                entry_id,
+                merchant_id,
+            )
+            .fetch_optional(db)
+            .await?;
+            match found {
+                Some(row) => Some((row.created_at, row.transfer_id)),
+                None => return Ok(None),
+            }
+        }
+    };
+    let (before_at, before_id) = cursor.map_or((None, None), |(at, id)| (Some(at), Some(id)));
+    let rows = sqlx::query!(
+        r#"WITH mine AS (
+               SELECT ledger_account_id FROM ledger_accounts WHERE kind = 'MERCHANT' AND owner = $1::uuid::text
+           )
+           SELECT t.transfer_id, t.kind, t.currency AS "currency: Currency", t.order_no, t.created_at,
+                  (CASE WHEN t.credit_account_id IN (SELECT ledger_account_id FROM mine)
+                        THEN t.amount_cents ELSE -t.amount_cents END) AS "amount_cents!"
+           FROM transfers t
+           WHERE (t.credit_account_id IN (SELECT ledger_account_id FROM mine)
+                  OR t.debit_account_id IN (SELECT ledger_account_id FROM mine))
+             AND t.kind NOT IN ('HOLD', 'VOID')
+             AND ($2::timestamptz IS NULL OR (t.created_at, t.transfer_id) < ($2, $3::text))
+           ORDER BY t.created_at DESC, t.transfer_id DESC
+           LIMIT $4"#,
+        merchant_id,
+        before_at,
+        before_id,
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|row| BalanceEntry {
+                refund_no: row.transfer_id.strip_prefix("refund:").map(str::to_owned),
+                entry_id: row.transfer_id,
+                kind: row.kind,
+                amount_cents: row.amount_cents,
+                currency: row.currency,
+                order_no: row.order_no,
+                created_at: row.created_at,
+            })
+            .collect(),
+    ))
 }

@@ -16,6 +16,7 @@ pub mod callbacks;
 pub mod deliveries;
 pub mod idempotency;
 pub mod ledger;
+pub mod merchants;
 pub mod orders;
 pub mod products;
 pub mod reconciliation;

@@ -79,15 +79,23 @@ pub struct NewOrder<'a> {
     pub description: &'a str,
     /// Seconds it stays payable.
     pub ttl_secs: u64,
+    /// The merchant whose sale it is.
+    pub merchant_id: Uuid,
+    /// The merchant's own id for it, if given (unique per merchant).
+    pub merchant_reference: Option<&'a str>,
 }
+
+/// `orders_merchant_reference_once`: a merchant's reference names one order.
+pub const MERCHANT_REFERENCE_UNIQUE: &str = "orders_merchant_reference_once";
 
 /// Creates a PENDING order.
 #[tracing::instrument(name = "db.orders.insert", skip(db))]
 pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result<OrderRow> {
     sqlx::query_as!(
         OrderRow,
-        r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
+        r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description, expires_at,
+                               merchant_id, merchant_reference)
+           VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7), $8, $9)
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                      status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
                      NULL::text AS "payment_status?: AttemptStatus",
@@ -99,6 +107,8 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
         new.currency.as_str(),
         new.description,
         new.ttl_secs as f64,
+        new.merchant_id,
+        new.merchant_reference,
     )
     .fetch_one(db)
     .await
@@ -163,6 +173,114 @@ pub async fn list_for_shopper(
     )
     .fetch_all(db)
     .await
+}
+
+/// An order of a merchant, with the merchant's reference for it.
+#[derive(Debug, Clone)]
+pub struct MerchantOrderRow {
+    /// The order.
+    pub order: OrderRow,
+    /// The merchant's own id for it.
+    pub merchant_reference: Option<String>,
+}
+
+/// The columns of a merchant's order, as `query!` reads them.
+macro_rules! merchant_order_row {
+    ($row:expr) => {
+        MerchantOrderRow {
+            order: OrderRow {
+                order_no: $row.order_no,
+                account_id: $row.account_id,
+                shopper_id: $row.shopper_id,
+                amount_cents: $row.amount_cents,
+                currency: $row.currency,
+                status: $row.status,
+                failure_reason: $row.failure_reason,
+                description: $row.description,
+                created_at: $row.created_at,
+                paid_at: $row.paid_at,
+                expires_at: $row.expires_at,
+                payment_status: $row.payment_status,
+                payment_method: $row.payment_method,
+                refunded_cents: $row.refunded_cents,
+            },
+            merchant_reference: $row.merchant_reference,
+        }
+    };
+}
+
+/// Reads one order if `merchant_id` owns it: `None` both for no such order and
+/// for another merchant's, so a merchant cannot tell them apart.
+#[tracing::instrument(name = "db.orders.find_of_merchant", skip(db))]
+pub async fn find_of_merchant(
+    db: impl PgExecutor<'_>,
+    order_no: &str,
+    merchant_id: Uuid,
+) -> sqlx::Result<Option<MerchantOrderRow>> {
+    let row = sqlx::query!(
+        r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
+                  o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
+                  o.expires_at, p.status AS "payment_status?: AttemptStatus",
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference
+           FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
+           WHERE o.order_no = $1 AND o.merchant_id = $2"#,
+        order_no,
+        merchant_id,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|row| merchant_order_row!(row)))
+}
+
+/// Which of a merchant's orders to list, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct MerchantOrderFilter {
+    /// Only orders in this status.
+    pub status: Option<OrderStatus>,
+    /// Only orders created after this.
+    pub created_after: Option<OffsetDateTime>,
+    /// Only orders older than this one (the cursor: its creation time and number).
+    pub before: Option<(OffsetDateTime, String)>,
+}
+
+/// Up to `limit` of a merchant's orders, newest first (creation time, then
+/// order number, descending: a total order, so pages never overlap or skip).
+#[tracing::instrument(name = "db.orders.list_for_merchant", skip(db))]
+pub async fn list_for_merchant(
+    db: impl PgExecutor<'_>,
+    merchant_id: Uuid,
+    filter: &MerchantOrderFilter,
+    limit: i64,
+) -> sqlx::Result<Vec<MerchantOrderRow>> {
+    let (before_at, before_no) = filter
+        .before
+        .as_ref()
+        .map_or((None, None), |(at, no)| (Some(*at), Some(no.as_str())));
+    let rows = sqlx::query!(
+        r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
+                  o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
+                  o.expires_at, p.status AS "payment_status?: AttemptStatus",
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference
+           FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
+           WHERE o.merchant_id = $1
+             AND ($2::text IS NULL OR o.status = $2)
+             AND ($3::timestamptz IS NULL OR o.created_at > $3)
+             AND ($4::timestamptz IS NULL OR (o.created_at, o.order_no) < ($4, $5::text))
+           ORDER BY o.created_at DESC, o.order_no DESC
+           LIMIT $6"#,
+        merchant_id,
+        filter.status.map(OrderStatus::as_str),
+        filter.created_after,
+        before_at,
+        before_no,
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| merchant_order_row!(row))
+        .collect())
 }
 
 /// An order locked together with its account's balance, for deciding a state change.

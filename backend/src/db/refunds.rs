@@ -160,6 +160,25 @@ pub async fn list_for_order(
     .await
 }
 
+/// The refunds of these orders, oldest first.
+#[tracing::instrument(name = "db.refunds.list_for_orders", skip(db, order_nos))]
+pub async fn list_for_orders(
+    db: impl PgExecutor<'_>,
+    order_nos: &[String],
+) -> sqlx::Result<Vec<RefundRow>> {
+    sqlx::query_as!(
+        RefundRow,
+        r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
+                  status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
+                  requested_by AS "requested_by: RefundRequester", failure_reason,
+                  created_at, submitted_at, settled_at
+           FROM refunds WHERE order_no = ANY($1) ORDER BY created_at, refund_no"#,
+        order_nos,
+    )
+    .fetch_all(db)
+    .await
+}
+
 /// Locks a refund of `order_no` for booking its result.
 #[tracing::instrument(name = "db.refunds.lock", skip(db))]
 pub async fn lock(

@@ -25,7 +25,7 @@ use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
     modifiers(&SecuritySchemes),
     tags(
         (name = "shopper", description = "A signed-in shopper (session cookie)"),
-        (name = "merchant", description = "A merchant's server (Bearer MERCHANT_API_KEY)"),
+        (name = "merchant", description = "A merchant's server, by its own API key (Bearer, one per merchant: POST /api/admin/merchants); it sees only its own orders"),
         (name = "admin", description = "The operator (Bearer ADMIN_TOKEN)"),
         (name = "ops", description = "The operator console (an operator session: POST /api/ops/session with ADMIN_TOKEN)"),
         (name = "platform", description = "Payment platforms (signed callbacks)"),
@@ -38,7 +38,7 @@ pub struct ApiDoc;
 pub const SESSION: &str = "session";
 /// The admin bearer token.
 pub const ADMIN: &str = "admin_token";
-/// The merchant bearer key.
+/// A merchant's own bearer key.
 pub const MERCHANT: &str = "merchant_key";
 /// The callback signature.
 pub const SIGNATURE: &str = "webhook_signature";
@@ -55,13 +55,22 @@ impl Modify for SecuritySchemes {
                 "The session cookie POST /api/session sets",
             ))),
         );
-        for (name, what) in [(ADMIN, "ADMIN_TOKEN"), (MERCHANT, "MERCHANT_API_KEY")] {
+        for (name, what) in [
+            (ADMIN, "Authorization: Bearer <ADMIN_TOKEN>"),
+            (
+                MERCHANT,
+                "Authorization: Bearer <the merchant's own API key>: one merchant per key \
+                 (mk_<8 characters>_<secret>, made by POST /api/admin/merchants, rotated by \
+                 POST /api/admin/merchants/{merchant_id}/keys); every answer is about that \
+                 merchant's orders only. MERCHANT_API_KEY, when set, is a key of the shop itself.",
+            ),
+        ] {
             components.add_security_scheme(
                 name,
                 SecurityScheme::Http(
                     HttpBuilder::new()
                         .scheme(HttpAuthScheme::Bearer)
-                        .description(Some(format!("Authorization: Bearer <{what}>")))
+                        .description(Some(what.to_owned()))
                         .build(),
                 ),
             );
@@ -140,7 +149,7 @@ impl IntoResponses for BearerErrors {
             ("401", "UNAUTHORIZED: missing or wrong bearer key"),
             (
                 "404",
-                "Not found, or this API is switched off (no key configured)",
+                "Not found, or this API is switched off (no ADMIN_TOKEN configured)",
             ),
             TOO_LARGE,
             RATE_LIMITED,

@@ -271,6 +271,9 @@ async fn the_database_refuses_what_the_books_may_never_hold_whoever_asks() {
 /// The schema of the main branch before the books: the two migrations of the
 /// money model undone (the books, then the payment methods).
 const BEFORE_THE_BOOKS: &str = "
+    ALTER TABLE orders DROP COLUMN merchant_id, DROP COLUMN merchant_reference;
+    DROP TABLE merchant_keys;
+    DROP TABLE merchants;
     DROP VIEW ledger_balances;
     DROP TRIGGER accounts_open_wallet ON accounts;
     DROP TABLE transfers;
@@ -378,6 +381,22 @@ async fn a_database_of_the_schema_before_the_books_moves_into_them_keeping_every
             .await
             .expect("method");
     assert_eq!(method, "wallet", "every old attempt was a wallet payment");
+    // What the books held for the one merchant there was is the shop's now,
+    // moved in one transfer: 2,000 - 300 + 1,500 - 1,500.
+    let merchant: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT owner, balance_cents FROM ledger_balances
+         WHERE kind = 'MERCHANT' AND currency = 'EUR' ORDER BY owner",
+    )
+    .fetch_all(&app.db)
+    .await
+    .expect("merchant balances");
+    assert_eq!(
+        merchant,
+        [
+            ("00000000-0000-0000-0000-000000000001".to_owned(), 1_700),
+            ("default".to_owned(), 0)
+        ]
+    );
     // And the migrated shop goes on: Ada pays again, from what she has left.
     app.sign_in_as(&app.http, &ada).await;
     let next = app.create_order(&ada, 1_000).await;

@@ -221,6 +221,14 @@ const FORBIDDEN: &[&str] = &[
     "UPDATE ledger_accounts SET currency = 'USD'",
     "DELETE FROM ledger_accounts",
     "TRUNCATE accounts",
+    // A key's hash and owner never change, and no merchant or key is removed;
+    // an order never moves to another merchant.
+    "UPDATE merchant_keys SET key_hash = 'x'",
+    "UPDATE merchant_keys SET merchant_id = merchant_id",
+    "DELETE FROM merchant_keys",
+    "UPDATE merchants SET return_origins = '{}'",
+    "DELETE FROM merchants",
+    "UPDATE orders SET merchant_id = merchant_id",
     "UPDATE idempotency_keys SET response_status = 200",
     // Beyond the list: no rewriting what an order or an account was, no deleting
     // records, no schemas or temporary tables, no tampering with the migrations.

@@ -237,7 +237,8 @@ async fn the_merchant_api_refuses_bad_keys_bodies_and_shoppers_and_changes_nothi
     }
     assert_eq!(app.snapshot().await, before);
 
+    // Without MERCHANT_API_KEY that key is no merchant's: refused, like any unknown key.
     let off = spawn_app_with(|c| c.merchant_api_key = None).await;
     let response = off.post_merchant_order("k", &good).await;
-    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }

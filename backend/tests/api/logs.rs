@@ -13,6 +13,7 @@ use uuid::Uuid;
 const ADMIN: &str = "logs-test-admin-token-of-32-characters";
 const MERCHANT: &str = "logs-test-merchant-key-of-32-characters";
 const PASSWORD: &str = "logs-test-password-never-logged";
+const KEY_SECRET: &str = "logs-test-merchant-key-secret-of-32-characters";
 
 /// An order paid through the sandbox by a backend run at `RUST_LOG=debug`, and
 /// what a reader of its log must (not) find there.
@@ -24,6 +25,8 @@ pub(crate) struct PaidOrder {
     payment_id: String,
     token: Uuid,
     session_id: String,
+    /// Keys of a merchant made through the admin API, used and rotated.
+    merchant_keys: Vec<String>,
 }
 
 impl PaidOrder {
@@ -43,6 +46,7 @@ impl PaidOrder {
             ),
             (env::ADMIN_TOKEN.into(), ADMIN.into()),
             (env::MERCHANT_API_KEY.into(), MERCHANT.into()),
+            (env::MERCHANT_KEY_SECRET.into(), KEY_SECRET.into()),
             (env::SANDBOX_CALLBACK_DELAY_MS.into(), "50".into()),
             // Debug, not just info: an operator turning logging up must not leak tokens either.
             (env::RUST_LOG.into(), "debug".into()),
@@ -153,6 +157,48 @@ impl PaidOrder {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert_eq!(status, "PAID");
+
+        // A merchant made, its key used, rotated, the new one used and revoked.
+        let made: Value = http
+            .post(url("/api/admin/merchants"))
+            .bearer_auth(ADMIN)
+            .json(&json!({"name": "Logged Shop", "return_origins": ["https://logged.example"]}))
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("merchant");
+        let first = made["api_key"].as_str().expect("a key").to_owned();
+        let merchant_id = made["merchant_id"].as_str().expect("an id");
+        let rotated: Value = http
+            .post(url(&format!("/api/admin/merchants/{merchant_id}/keys")))
+            .bearer_auth(ADMIN)
+            .json(&json!({"expire_old_after_secs": 60}))
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("rotated");
+        let second = rotated["api_key"].as_str().expect("a key").to_owned();
+        for key in [&first, &second, &format!("{first}x")] {
+            http.get(url("/api/merchant/balance"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("sent");
+        }
+        let revoked = http
+            .delete(url(&format!(
+                "/api/admin/merchants/{merchant_id}/keys/{}",
+                rotated["key_prefix"].as_str().expect("a prefix")
+            )))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
         backend.terminate();
         let output = std::fs::read_to_string(&log).expect("the backend's output");
         Self {
@@ -163,6 +209,7 @@ impl PaidOrder {
             payment_id,
             token,
             session_id,
+            merchant_keys: vec![first, second],
         }
     }
 
@@ -172,8 +219,9 @@ impl PaidOrder {
     }
 
     /// Neither the request token (in either spelling), nor the session id, the
-    /// admin token, the merchant key or the password is anywhere in the output;
-    /// the token's fingerprint is.
+    /// admin token, a merchant key (the shop's, or one made, rotated, used),
+    /// the key secret or the password is anywhere in the output; the token's
+    /// fingerprint and the keys' prefixes are.
     fn assert_no_secrets(&self) {
         let where_ = self.log.display();
         let lowercase = self.output.to_lowercase();
@@ -193,9 +241,24 @@ impl PaidOrder {
             .expect("a session id")
             .0
             .to_string();
-        for secret in [PASSWORD, &self.session_id, &session_number, ADMIN, MERCHANT] {
+        for secret in [
+            PASSWORD,
+            &self.session_id,
+            &session_number,
+            ADMIN,
+            MERCHANT,
+            KEY_SECRET,
+        ]
+        .into_iter()
+        .chain(self.merchant_keys.iter().map(String::as_str))
+        {
             assert!(!self.output.contains(secret), "a secret is in {where_}");
         }
+        // The merchant's keys are named by their prefixes only.
+        assert!(
+            self.output.contains("merchant key rotated") && self.output.contains("mk_"),
+            "{where_}"
+        );
         let fingerprint = TokenFingerprint::of(self.token).to_string();
         assert!(
             self.output.contains(&fingerprint),

@@ -23,6 +23,8 @@ mod incident;
 mod lifecycle;
 mod limits;
 mod logs;
+mod merchant_docs;
+mod merchants;
 mod metrics;
 mod module_graph;
 mod one_statement;

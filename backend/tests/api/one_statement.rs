@@ -181,7 +181,9 @@ async fn set_up(db: &PgPool, case: &Case, twin: &str, n: usize) -> (String, Uuid
             sqlx::query(
                 "INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents,
                                         currency, kind, order_no)
-                 VALUES ('hold:' || $1, $2, ledger_account('MERCHANT', 'default', $4), $3, $4, 'HOLD', $5)",
+                 VALUES ('hold:' || $1, $2,
+                         ledger_account('MERCHANT', (SELECT merchant_id::text FROM orders WHERE order_no = $5), $4),
+                         $3, $4, 'HOLD', $5)",
             )
             .bind(payment_id.to_string())
             .bind(account_id)

@@ -41,6 +41,10 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/orders/{order_no}/refunds"),
         ("get", "/api/orders/{order_no}/payment-code.svg"),
         ("post", "/api/merchant/orders"),
+        ("get", "/api/merchant/orders"),
+        ("get", "/api/merchant/orders/{order_no}"),
+        ("get", "/api/merchant/balance"),
+        ("get", "/api/merchant/balance/entries"),
         ("post", "/api/merchant/orders/{order_no}/refunds"),
         ("get", "/api/merchant/orders/{order_no}/refunds"),
         ("post", "/api/admin/orders/{order_no}/refunds"),
@@ -51,6 +55,10 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/admin/callbacks/{callback_id}"),
         ("get", "/api/admin/anomalies"),
         ("get", "/api/admin/reconciliations/{date}"),
+        ("post", "/api/admin/merchants"),
+        ("get", "/api/admin/merchants"),
+        ("post", "/api/admin/merchants/{merchant_id}/keys"),
+        ("delete", "/api/admin/merchants/{merchant_id}/keys/{prefix}"),
         ("post", "/api/ops/session"),
         ("delete", "/api/ops/session"),
         ("get", "/api/ops/me"),
@@ -104,6 +112,25 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
     assert_eq!(
         doc["paths"]["/api/orders"]["post"]["security"][0]["session"],
         serde_json::json!([])
+    );
+    // Every merchant operation takes the merchant's own key, which the scheme says is per merchant.
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        if path.starts_with("/api/merchant/") {
+            for (method, operation) in item.as_object().expect("operations") {
+                assert_eq!(
+                    operation["security"][0]["merchant_key"],
+                    serde_json::json!([]),
+                    "{method} {path}"
+                );
+            }
+        }
+    }
+    let merchant_scheme = doc["components"]["securitySchemes"]["merchant_key"]["description"]
+        .as_str()
+        .expect("described");
+    assert!(
+        merchant_scheme.contains("one merchant per key"),
+        "{merchant_scheme}"
     );
     let order = &doc["components"]["schemas"]["Order"]["properties"];
     for field in ["order_no", "amount_cents", "currency", "status", "pay_url"] {

@@ -403,7 +403,7 @@ async fn an_orders_timeline_shows_everything_in_time_order_and_search_finds_it()
             && transfers[1].starts_with("transfer CHARGE: debit WALLET ")
             && transfers
                 .iter()
-                .all(|t| t.contains(", credit MERCHANT default")),
+                .all(|t| t.contains(", credit MERCHANT The shop: ")),
         "{transfers:?}"
     );
     // Every delivery with our answer: one applied, three duplicates, one conflict.
@@ -527,7 +527,7 @@ async fn the_books_show_each_accounts_balance_and_the_wallets_summed() {
     assert_eq!(
         lines,
         [
-            "EUR MERCHANT default x1: -0 +2500 held 0 = 2500",
+            "EUR MERCHANT The shop x1: -0 +2500 held 0 = 2500",
             "EUR FUNDING checkout x1: -15000 +0 held 0 = -15000",
             "EUR WALLET shoppers x2: -2500 +15000 held 0 = 12500",
             "GBP FUNDING checkout x1: -700 +0 held 0 = -700",

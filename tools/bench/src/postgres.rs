@@ -179,7 +179,7 @@ impl OrderStock {
              booked AS (
                  INSERT INTO transfers (transfer_id, debit_account_id, credit_account_id, amount_cents,
                                         currency, kind, order_no)
-                 SELECT 'hold:' || h.payment_id, o.account_id, ledger_account('MERCHANT', 'default', h.currency),
+                 SELECT 'hold:' || h.payment_id, o.account_id, ledger_account('MERCHANT', o.merchant_id::text, h.currency),
                         h.amount_cents, h.currency, 'HOLD', h.order_no
                  FROM handed h JOIN orders o USING (order_no))
              UPDATE accounts a SET held_cents = a.held_cents + h.total

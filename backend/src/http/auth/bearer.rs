@@ -1,6 +1,6 @@
-//! Bearer keys: the operator's `ADMIN_TOKEN` and the merchant's
-//! `MERCHANT_API_KEY`. Compared in constant time; failures are counted per
-//! client IP, and an IP over the limit gets `429` before its key is looked at.
+//! The operator's bearer key, `ADMIN_TOKEN`. Compared in constant time;
+//! failures are counted per client IP, and an IP over the limit gets `429`
+//! before its key is looked at. (Merchants' keys: [`super::merchant`].)
 
 use crate::error::ApiError;
 use crate::http::extract::ClientIp;
@@ -41,28 +41,20 @@ pub fn authorize(
     }
 }
 
-/// Which bearer key a group of routes takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BearerKey {
-    /// `ADMIN_TOKEN`, for `/api/admin/*`.
-    Admin,
-    /// `MERCHANT_API_KEY`, for `/api/merchant/*`.
-    Merchant,
-}
-
-/// Middleware on a group of routes (a route layer, so it runs before their
+/// Middleware on the admin routes (a route layer, so it runs before their
 /// extractors): refuses the request, before its path or body is read, unless
-/// it carries the group's bearer key ([`authorize`]).
+/// it carries `ADMIN_TOKEN` ([`authorize`]).
 pub async fn require(
-    State((state, key)): State<(AppState, BearerKey)>,
+    State(state): State<AppState>,
     ClientIp(client): ClientIp,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let expected = match key {
-        BearerKey::Admin => state.admin_token.as_deref(),
-        BearerKey::Merchant => state.merchant_api_key.as_deref(),
-    };
-    authorize(expected, request.headers(), client, &state.limits.auth_ip)?;
+    authorize(
+        state.admin_token.as_deref(),
+        request.headers(),
+        client,
+        &state.limits.auth_ip,
+    )?;
     Ok(next.run(request).await)
 }

@@ -6,6 +6,7 @@ pub mod callbacks;
 pub mod demo;
 pub mod health;
 pub mod merchant;
+pub mod merchants;
 pub mod notify;
 pub mod ops;
 pub mod orders;
@@ -18,7 +19,7 @@ pub mod session;
 pub mod wechatpay_notify;
 
 use crate::error::ApiError;
-use crate::http::auth::bearer::{self, BearerKey};
+use crate::http::auth::{bearer, merchant as merchant_auth};
 use crate::http::web_security::{Csrf, csrf_guard};
 use crate::state::AppState;
 use axum::middleware;
@@ -32,7 +33,8 @@ use utoipa_axum::routes;
 ///
 /// Three kinds of caller, three guards that run before any handler:
 /// - shoppers, by session cookie: [`csrf_guard`] on their state-changing routes;
-/// - the operator (`/admin/*`) and merchants (`/merchant/*`), by bearer key;
+/// - the operator (`/admin/*`), by the admin token; merchants (`/merchant/*`),
+///   each by its own API key;
 /// - the operator's console (`/ops/*`), by an operator session (the admin
 ///   token exchanged once at `POST /ops/session`), behind [`csrf_guard`];
 /// - payment platforms (`/payments/callback`), by signature, never rate-limited.
@@ -50,16 +52,22 @@ pub fn api(
         .routes(routes!(admin::list_anomalies))
         .routes(routes!(admin::reconciliation))
         .routes(routes!(refunds::admin_create, refunds::admin_list))
+        .routes(routes!(merchants::create, merchants::list))
+        .routes(routes!(merchants::rotate_key))
+        .routes(routes!(merchants::revoke_key))
         .route_layer(middleware::from_fn_with_state(
-            (state.clone(), BearerKey::Admin),
+            state.clone(),
             bearer::require,
         ));
     let merchant = OpenApiRouter::new()
-        .routes(routes!(merchant::create_order))
+        .routes(routes!(merchant::create_order, merchant::list_orders))
+        .routes(routes!(merchant::get_order))
         .routes(routes!(refunds::merchant_create, refunds::merchant_list))
+        .routes(routes!(merchant::balance))
+        .routes(routes!(merchant::balance_entries))
         .route_layer(middleware::from_fn_with_state(
-            (state.clone(), BearerKey::Merchant),
-            bearer::require,
+            state.clone(),
+            merchant_auth::require,
         ));
     // The console: same cookie, CSRF guard and sign-in limits as shoppers.
     let ops = OpenApiRouter::new()

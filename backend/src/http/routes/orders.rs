@@ -3,13 +3,14 @@
 //! session ([`SignedIn`]); somebody else's order answers exactly as a missing
 //! one does (`404 ORDER_NOT_FOUND`), so order numbers cannot be probed.
 
-use crate::db::{orders, products, shoppers};
+use crate::db::{self, orders, products, shoppers};
 use crate::error::ApiError;
 use crate::http::auth::session::SignedIn;
 use crate::http::extract::{AppJson, OrderNoPath};
 use crate::http::openapi::ShopperErrors;
 use crate::idempotency::{self, Begun, IdempotencyKey};
 use crate::infra::tokens::{TokenBinding, TokenFingerprint};
+use crate::merchants::SHOP_MERCHANT_ID;
 use crate::state::AppState;
 use api_types::Currency;
 use api_types::api::{CreateOrder, Order, RequestToken};
@@ -71,43 +72,71 @@ pub async fn create_order(
     let order = place(
         &mut tx,
         &state,
-        shopper_id,
-        amount_cents,
-        product.currency,
-        &description,
+        &Placed {
+            shopper_id,
+            amount_cents,
+            currency: product.currency,
+            description: &description,
+            merchant_id: SHOP_MERCHANT_ID,
+            merchant_reference: None,
+        },
     )
     .await?;
     tracing::info!(order_no = %order.order_no, %shopper_id, sku = %product.sku, quantity = body.quantity, amount_cents, "order placed");
     idempotency::finish(tx, &scope, &key, &fingerprint, StatusCode::CREATED, &order).await
 }
 
-/// Inserts a PENDING order for `shopper_id` on their account in `currency`
-/// (`422 CURRENCY_MISMATCH` when they have none), in the caller's transaction.
+/// What an order is placed with: whose, how much, what for, whose sale.
+#[derive(Debug, Clone)]
+pub struct Placed<'a> {
+    /// The shopper who will pay it.
+    pub shopper_id: Uuid,
+    /// Amount in minor units.
+    pub amount_cents: i64,
+    /// Its currency: the shopper's account in it pays (or is named, for a platform payment).
+    pub currency: Currency,
+    /// What is being bought.
+    pub description: &'a str,
+    /// The merchant whose sale it is (the shop's own: [`SHOP_MERCHANT_ID`]).
+    pub merchant_id: Uuid,
+    /// The merchant's own id for it.
+    pub merchant_reference: Option<&'a str>,
+}
+
+/// Inserts a PENDING order for the shopper on their account in its currency
+/// (`422 CURRENCY_MISMATCH` when they have none), in the caller's
+/// transaction; `409 MERCHANT_REFERENCE_IN_USE` when the merchant gave
+/// another of its orders the same reference.
 pub async fn place(
     tx: &mut sqlx::PgConnection,
     state: &AppState,
-    shopper_id: Uuid,
-    amount_cents: i64,
-    currency: Currency,
-    description: &str,
+    placed: &Placed<'_>,
 ) -> Result<Order, ApiError> {
-    let account_id = shoppers::account_in(&mut *tx, shopper_id, currency)
+    let account_id = shoppers::account_in(&mut *tx, placed.shopper_id, placed.currency)
         .await?
-        .ok_or(ApiError::NoAccountInCurrency(currency))?;
+        .ok_or(ApiError::NoAccountInCurrency(placed.currency))?;
     let order_no = OrderNo::generate();
     let row = orders::insert(
         &mut *tx,
         &orders::NewOrder {
             order_no: order_no.as_str(),
-            shopper_id,
+            shopper_id: placed.shopper_id,
             account_id,
-            amount_cents,
-            currency,
-            description,
+            amount_cents: placed.amount_cents,
+            currency: placed.currency,
+            description: placed.description,
             ttl_secs: state.order_ttl_secs,
+            merchant_id: placed.merchant_id,
+            merchant_reference: placed.merchant_reference,
         },
     )
-    .await?;
+    .await
+    .map_err(|err| match placed.merchant_reference {
+        Some(reference) if db::is_unique_violation(&err, orders::MERCHANT_REFERENCE_UNIQUE) => {
+            ApiError::MerchantReferenceInUse(reference.to_owned())
+        }
+        _ => err.into(),
+    })?;
     Ok(row.to_dto(&state.public_origin))
 }
 

@@ -1,13 +1,17 @@
-//! Refunds of a paid order, asked for by the merchant (`/api/merchant/...`,
-//! Bearer `MERCHANT_API_KEY`) or the operator (`/api/admin/...`, Bearer
-//! `ADMIN_TOKEN`), with the same `Idempotency-Key` rules as placing an order
-//! (`crate::idempotency`). The work is `crate::refund`.
+//! Refunds of a paid order, asked for by its merchant (`/api/merchant/...`,
+//! by the merchant's key; another merchant's order is `404 ORDER_NOT_FOUND`)
+//! or the operator (`/api/admin/...`, Bearer `ADMIN_TOKEN`), with the same
+//! `Idempotency-Key` rules as placing an order (`crate::idempotency`), keys
+//! per caller. The work is `crate::refund`.
 
+use crate::db::merchants::Caller;
 use crate::db::refunds as store;
 use crate::error::ApiError;
+use crate::http::auth::merchant::Merchant;
 use crate::http::extract::{AppJson, OrderNoPath};
 use crate::http::openapi::BearerErrors;
 use crate::idempotency::{self, Begun, IdempotencyKey};
+use crate::merchants::idempotency_scope;
 use crate::state::AppState;
 use api_types::RefundRequester;
 use api_types::api::{CreateRefund, Refund};
@@ -30,11 +34,36 @@ use serde_json::json;
         BearerErrors))]
 pub async fn merchant_create(
     State(state): State<AppState>,
+    Merchant(merchant): Merchant,
     OrderNoPath(order_no): OrderNoPath,
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    create(&state, RefundRequester::Merchant, &order_no, &key, &body).await
+    crate::refund::validate(&body)?;
+    // Another merchant's order answers as a missing one, before anything is kept.
+    ensure_merchants(&state, &merchant, &order_no).await?;
+    let scope = idempotency_scope(merchant.merchant_id);
+    create(
+        &state,
+        RefundRequester::Merchant,
+        &scope,
+        &order_no,
+        &key,
+        &body,
+    )
+    .await
+}
+
+/// `404 ORDER_NOT_FOUND` unless the order is the merchant's.
+async fn ensure_merchants(
+    state: &AppState,
+    merchant: &Caller,
+    order_no: &OrderNo,
+) -> Result<(), ApiError> {
+    crate::db::orders::find_of_merchant(&state.db, order_no.as_str(), merchant.merchant_id)
+        .await?
+        .map(|_| ())
+        .ok_or(ApiError::OrderNotFound)
 }
 
 /// `GET /api/merchant/orders/{order_no}/refunds` -> the order's refunds, oldest first.
@@ -45,8 +74,10 @@ pub async fn merchant_create(
         BearerErrors))]
 pub async fn merchant_list(
     State(state): State<AppState>,
+    Merchant(merchant): Merchant,
     OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
+    ensure_merchants(&state, &merchant, &order_no).await?;
     list(&state, &order_no).await
 }
 
@@ -66,7 +97,17 @@ pub async fn admin_create(
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    create(&state, RefundRequester::Operator, &order_no, &key, &body).await
+    crate::refund::validate(&body)?;
+    let scope = RefundRequester::Operator.as_str();
+    create(
+        &state,
+        RefundRequester::Operator,
+        scope,
+        &order_no,
+        &key,
+        &body,
+    )
+    .await
 }
 
 /// `GET /api/admin/orders/{order_no}/refunds`.
@@ -82,23 +123,22 @@ pub async fn admin_list(
     list(&state, &order_no).await
 }
 
-/// One refund request on behalf of `requested_by` (also the idempotency scope).
+/// One refund request on behalf of `requested_by`, with its keys in `scope`
+/// (the caller's: a caller's refunds and orders share its key space).
 async fn create(
     state: &AppState,
     requested_by: RefundRequester,
+    scope: &str,
     order_no: &OrderNo,
     key: &IdempotencyKey,
     body: &CreateRefund,
 ) -> Result<Response, ApiError> {
-    crate::refund::validate(body)?;
     // The order is part of what the key means: the same key on another order is a reuse.
     let fingerprint = idempotency::fingerprint(&json!({
         "refund_of": order_no.as_str(),
         "amount_cents": body.amount_cents,
         "reason": body.reason.trim(),
     }))?;
-    // Idempotency keys are per caller; a caller's refunds and orders share its key space.
-    let scope = requested_by.as_str();
     let mut tx = match idempotency::begin(&state.db, scope, key, &fingerprint).await? {
         Begun::Replay(answer) => return Ok(answer),
         Begun::Fresh(tx) => tx,

@@ -52,6 +52,8 @@ use uuid::Uuid;
 pub const ADMIN_TOKEN: &str = "test-admin-token-of-32-characters";
 /// The merchant API key every test app uses.
 pub const MERCHANT_KEY: &str = "test-merchant-key-of-32-characters";
+/// The HMAC key merchants' API keys are stored under in the tests.
+pub const MERCHANT_KEY_SECRET: &str = "test-merchant-key-secret-of-32-characters";
 
 /// An HTTP client that keeps cookies, as a browser does.
 pub fn browser_client() -> reqwest::Client {
@@ -126,6 +128,7 @@ pub async fn spawn_app_on(database: TestDatabase, adjust: impl FnOnce(&mut Confi
         webhook_secret: Some(SecretString::from(secret.expose())),
         admin_token: Some(SecretString::from(ADMIN_TOKEN)),
         merchant_api_key: Some(SecretString::from(MERCHANT_KEY)),
+        merchant_key_secret: Some(SecretString::from(MERCHANT_KEY_SECRET)),
         sandbox_callback_delay_ms: 50,
         // Tests reconcile when they mean to (tests/api/reconcile.rs).
         reconcile_daily: false,
@@ -167,8 +170,15 @@ async fn start(config: Config, database: TestDatabase) -> TestApp {
 impl TestApp {
     /// Stops this instance and starts a new one on the same database and Redis:
     /// a backend restart, with all in-memory state gone.
-    pub async fn restart(mut self) -> TestApp {
-        let config = self.config.clone();
+    pub async fn restart(self) -> TestApp {
+        self.restart_with(|_| {}).await
+    }
+
+    /// Stops the app and starts it again on the same database with its
+    /// configuration changed by `adjust`.
+    pub async fn restart_with(mut self, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = self.config.clone();
+        adjust(&mut config);
         let database = self
             .database
             .take()

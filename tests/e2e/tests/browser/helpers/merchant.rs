@@ -17,6 +17,7 @@ impl TestApp {
             amount_cents,
             currency: self.currency,
             description: format!("E2E order of {amount_cents} cents"),
+            merchant_reference: None,
         };
         let answer = self
             .http
