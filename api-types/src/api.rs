@@ -233,6 +233,19 @@ pub struct CreateMerchantOrder {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
     pub merchant_reference: Option<String>,
+    /// Where the payment page sends the shopper once the order is final, with
+    /// `order_no` and `status` appended: `https` (or `http` on a loopback
+    /// host), its origin one of the merchant's `return_origins`, else `422
+    /// RETURN_URL_NOT_ALLOWED`. The return proves nothing: read the order
+    /// before shipping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
+    pub return_url: Option<String>,
+    /// Where the page sends a shopper who gives up, with `order_no` appended;
+    /// the same rules as `return_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
+    pub cancel_url: Option<String>,
 }
 
 /// An order, as answered by `POST /api/orders` and `GET /api/orders/{order_no}`.
@@ -279,6 +292,17 @@ pub struct Order {
     /// What refunds gave back so far, in minor units.
     #[serde(default)]
     pub refunded_cents: i64,
+    /// The merchant's name, for "Return to {name}", when the order has a
+    /// `return_url` or `cancel_url`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merchant_name: Option<String>,
+    /// Where the page sends the shopper once the order is final (with
+    /// `order_no` and `status` appended); absent: no way back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_url: Option<String>,
+    /// Where the page sends a shopper who gives up (with `order_no` appended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_url: Option<String>,
 }
 
 /// `POST /api/merchant/orders/{order_no}/refunds` (and the operator's
@@ -618,6 +642,9 @@ mod tests {
             payment_status: Some(crate::AttemptStatus::Succeeded),
             payment_method: Some(crate::PaymentMethod::Wallet),
             refunded_cents: 0,
+            merchant_name: None,
+            return_url: None,
+            cancel_url: None,
         }
     }
 

@@ -38,6 +38,12 @@ pub struct OrderRow {
     pub payment_method: Option<PaymentMethod>,
     /// What refunds gave back so far.
     pub refunded_cents: i64,
+    /// Where the page sends the shopper once the order is final, if the merchant gave it.
+    pub return_url: Option<String>,
+    /// Where the page sends a shopper who gives up, if the merchant gave it.
+    pub cancel_url: Option<String>,
+    /// The merchant's name, for "Return to ...", when the order has either URL.
+    pub merchant_name: Option<String>,
 }
 
 impl OrderRow {
@@ -58,6 +64,9 @@ impl OrderRow {
             payment_status: self.payment_status,
             payment_method: self.payment_method,
             refunded_cents: self.refunded_cents,
+            merchant_name: self.merchant_name.clone(),
+            return_url: self.return_url.clone(),
+            cancel_url: self.cancel_url.clone(),
         }
     }
 }
@@ -83,6 +92,10 @@ pub struct NewOrder<'a> {
     pub merchant_id: Uuid,
     /// The merchant's own id for it, if given (unique per merchant).
     pub merchant_reference: Option<&'a str>,
+    /// Where the shopper goes back to once it is final (checked against the merchant's origins).
+    pub return_url: Option<&'a str>,
+    /// Where a shopper who gives up goes (checked likewise).
+    pub cancel_url: Option<&'a str>,
 }
 
 /// `orders_merchant_reference_once`: a merchant's reference names one order.
@@ -94,12 +107,15 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
     sqlx::query_as!(
         OrderRow,
         r#"INSERT INTO orders (order_no, shopper_id, account_id, amount_cents, currency, description, expires_at,
-                               merchant_id, merchant_reference)
-           VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7), $8, $9)
+                               merchant_id, merchant_reference, return_url, cancel_url)
+           VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7), $8, $9, $10, $11)
            RETURNING order_no, account_id, shopper_id, amount_cents, currency AS "currency: Currency",
                      status AS "status: OrderStatus", failure_reason, description, created_at, paid_at, expires_at,
                      NULL::text AS "payment_status?: AttemptStatus",
-                     NULL::text AS "payment_method?: PaymentMethod", refunded_cents"#,
+                     NULL::text AS "payment_method?: PaymentMethod", refunded_cents, return_url, cancel_url,
+                     CASE WHEN return_url IS NOT NULL OR cancel_url IS NOT NULL
+                          THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = orders.merchant_id) END
+                         AS merchant_name"#,
         new.order_no,
         new.shopper_id,
         new.account_id,
@@ -109,6 +125,8 @@ pub async fn insert(db: impl PgExecutor<'_>, new: &NewOrder<'_>) -> sqlx::Result
         new.ttl_secs as f64,
         new.merchant_id,
         new.merchant_reference,
+        new.return_url,
+        new.cancel_url,
     )
     .fetch_one(db)
     .await
@@ -122,7 +140,9 @@ pub async fn find(db: impl PgExecutor<'_>, order_no: &str) -> sqlx::Result<Optio
         r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
                   o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
                   o.expires_at, p.status AS "payment_status?: AttemptStatus",
-                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.return_url, o.cancel_url,
+                  CASE WHEN o.return_url IS NOT NULL OR o.cancel_url IS NOT NULL
+                       THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = o.merchant_id) END AS merchant_name
            FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no WHERE o.order_no = $1"#,
         order_no,
     )
@@ -143,7 +163,9 @@ pub async fn find_owned(
         r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
                   o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
                   o.expires_at, p.status AS "payment_status?: AttemptStatus",
-                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.return_url, o.cancel_url,
+                  CASE WHEN o.return_url IS NOT NULL OR o.cancel_url IS NOT NULL
+                       THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = o.merchant_id) END AS merchant_name
            FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.order_no = $1 AND o.shopper_id = $2"#,
         order_no,
@@ -165,7 +187,9 @@ pub async fn list_for_shopper(
         r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
                   o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
                   o.expires_at, p.status AS "payment_status?: AttemptStatus",
-                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.return_url, o.cancel_url,
+                  CASE WHEN o.return_url IS NOT NULL OR o.cancel_url IS NOT NULL
+                       THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = o.merchant_id) END AS merchant_name
            FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.shopper_id = $1 ORDER BY o.created_at DESC, o.order_no LIMIT $2"#,
         shopper_id,
@@ -203,6 +227,9 @@ macro_rules! merchant_order_row {
                 payment_status: $row.payment_status,
                 payment_method: $row.payment_method,
                 refunded_cents: $row.refunded_cents,
+                return_url: $row.return_url,
+                cancel_url: $row.cancel_url,
+                merchant_name: $row.merchant_name,
             },
             merchant_reference: $row.merchant_reference,
         }
@@ -221,7 +248,10 @@ pub async fn find_of_merchant(
         r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
                   o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
                   o.expires_at, p.status AS "payment_status?: AttemptStatus",
-                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference,
+                  o.return_url, o.cancel_url,
+                  CASE WHEN o.return_url IS NOT NULL OR o.cancel_url IS NOT NULL
+                       THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = o.merchant_id) END AS merchant_name
            FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.order_no = $1 AND o.merchant_id = $2"#,
         order_no,
@@ -260,7 +290,10 @@ pub async fn list_for_merchant(
         r#"SELECT o.order_no, o.account_id, o.shopper_id, o.amount_cents, o.currency AS "currency: Currency",
                   o.status AS "status: OrderStatus", o.failure_reason, o.description, o.created_at, o.paid_at,
                   o.expires_at, p.status AS "payment_status?: AttemptStatus",
-                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference
+                  p.method AS "payment_method?: PaymentMethod", o.refunded_cents, o.merchant_reference,
+                  o.return_url, o.cancel_url,
+                  CASE WHEN o.return_url IS NOT NULL OR o.cancel_url IS NOT NULL
+                       THEN (SELECT m.name FROM merchants m WHERE m.merchant_id = o.merchant_id) END AS merchant_name
            FROM orders o LEFT JOIN payment_attempts p ON p.order_no = o.order_no
            WHERE o.merchant_id = $1
              AND ($2::text IS NULL OR o.status = $2)

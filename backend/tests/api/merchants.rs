@@ -206,6 +206,11 @@ async fn each_merchant_reads_lists_and_refunds_only_its_own_orders() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(app.snapshot().await, before, "nothing changed");
+    let refunds: i64 = sqlx::query_scalar("SELECT count(*) FROM refunds")
+        .fetch_one(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(refunds, 0, "no refund of another merchant's order");
 
     // Each lists its own only; the shop (MERCHANT_API_KEY) neither.
     let (_, north_list) = get(&app, &north.key, "/api/merchant/orders").await;
@@ -699,4 +704,97 @@ async fn merchant_api_key_is_a_key_of_the_shop_and_stops_working_once_unset() {
     let (_, merchants) = admin(&app, Method::GET, "/api/admin/merchants", None).await;
     assert_eq!(merchants[0]["keys"][0]["active"], false);
     assert!(merchants[0]["keys"][0]["revoked_at"].is_string());
+}
+
+#[tokio::test]
+async fn only_urls_of_the_merchants_own_origins_lead_the_shopper_back() {
+    let app = spawn_app().await;
+    let shopper = app.create_account(100_000, "EUR").await;
+    let shop = create_merchant(&app, "Way Back").await;
+    let order_with = |return_url: &str, cancel_url: Option<&str>| {
+        let mut body = json!({
+            "shopper_id": shopper.shopper_id,
+            "amount_cents": 1_000,
+            "currency": "EUR",
+            "description": "a sale with a way back",
+            "return_url": return_url,
+        });
+        if let Some(cancel_url) = cancel_url {
+            body["cancel_url"] = json!(cancel_url);
+        }
+        body
+    };
+
+    let before = app.snapshot().await;
+    for (return_url, cancel_url) in [
+        ("https://evil.example/back", None),
+        ("https://shop.example.evil.example/back", None),
+        ("https://shop.example@evil.example/back", None),
+        ("http://shop.example/back", None),
+        ("javascript:alert(1)", None),
+        ("/back", None),
+        (
+            "https://shop.example/back",
+            Some("https://evil.example/cart"),
+        ),
+    ] {
+        let (status, body) = call(
+            &app,
+            &shop.key,
+            Method::POST,
+            "/api/merchant/orders",
+            Some(&Uuid::new_v4().to_string()),
+            Some(order_with(return_url, cancel_url)),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{return_url}: {body}"
+        );
+        assert_eq!(
+            body["error"]["code"], "RETURN_URL_NOT_ALLOWED",
+            "{return_url}"
+        );
+    }
+    assert_eq!(app.snapshot().await, before, "nothing changed");
+
+    // One of its origins, written any way a browser reads the same: kept as the browser will follow it.
+    let (status, order) = call(
+        &app,
+        &shop.key,
+        Method::POST,
+        "/api/merchant/orders",
+        Some(&Uuid::new_v4().to_string()),
+        Some(order_with(
+            "https://SHOP.example:443/back?cart=7",
+            Some("https://shop.example/cart"),
+        )),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{order}");
+    assert_eq!(order["return_url"], "https://shop.example/back?cart=7");
+    // The shopper's page reads where to go back to, and to whom.
+    let order_no = order["order_no"].as_str().expect("no");
+    let seen: Value = app
+        .get(&format!("/api/orders/{order_no}"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(seen["merchant_name"], "Way Back");
+    assert_eq!(seen["return_url"], "https://shop.example/back?cart=7");
+    assert_eq!(seen["cancel_url"], "https://shop.example/cart");
+    // An order without URLs carries none.
+    let plain = app.create_order(&shopper, 500).await;
+    let seen: Value = app
+        .get(&format!("/api/orders/{}", plain.order_no))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        seen.get("return_url").is_none() && seen.get("merchant_name").is_none(),
+        "{seen}"
+    );
 }

@@ -46,5 +46,5 @@ pub use rules::{
     Doubt, Effect, Event, MAX_POLLS, POLL_INTERVAL_MS, PayFlow, Phase, SUBMIT_RETRY_DELAYS_MS,
     submit_retry_delay,
 };
-pub use texts::{CHECKING_ORDER, Notice, SCAN_TO_PAY};
-pub use view::{Outcome, PayButton, PayView, RefundLine, balance_text};
+pub use texts::{CHECKING_ORDER, Notice, RETURNING_SOON, SCAN_TO_PAY, STAY_HERE};
+pub use view::{Outcome, PayButton, PayView, RETURN_AFTER_MS, RefundLine, WayBack, balance_text};

@@ -195,3 +195,14 @@ impl Notice {
         )
     }
 }
+
+/// "Return to " before the merchant's name, on the receipt.
+pub const RETURN_TO: &str = "Return to ";
+/// "Cancel and return to " before the merchant's name, while the order can be paid.
+pub const CANCEL_AND_RETURN_TO: &str = "Cancel and return to ";
+/// The merchant's name when the order does not carry one.
+pub const THE_SHOP: &str = "the shop";
+/// Said under the receipt while the page counts down to the return.
+pub const RETURNING_SOON: &str = "Taking you back in a few seconds\u{2026}";
+/// The button that cancels the automatic return.
+pub const STAY_HERE: &str = "Stay on this page";

@@ -101,7 +101,32 @@ impl PayFlow {
         };
         let name = |method| texts::method_name(method, &self.platform);
         let choices: Vec<_> = self.choices().iter().map(|&m| (m, name(m))).collect();
+        let way_back = self.order.as_ref().and_then(|order| {
+            let merchant = order.merchant_name.as_deref().unwrap_or(texts::THE_SHOP);
+            if self.phase == Phase::Done {
+                order.return_url.as_deref().map(|url| WayBack {
+                    label: format!("{}{merchant}", texts::RETURN_TO),
+                    href: with_result(url, &order.order_no, Some(order.status)),
+                    automatic: true,
+                })
+            } else if order.status == OrderStatus::Pending
+                && order.payment_status.is_none()
+                && matches!(
+                    self.phase,
+                    Phase::FetchingToken | Phase::TokenUnavailable | Phase::Ready { .. }
+                )
+            {
+                order.cancel_url.as_deref().map(|url| WayBack {
+                    label: format!("{}{merchant}", texts::CANCEL_AND_RETURN_TO),
+                    href: with_result(url, &order.order_no, None),
+                    automatic: false,
+                })
+            } else {
+                None
+            }
+        });
         PayView {
+            way_back,
             method,
             method_name: method.filter(|_| choices.is_empty()).map(name),
             choices,
@@ -159,9 +184,57 @@ pub enum Outcome {
     },
 }
 
+/// The way back to the merchant's shop: only ever the order's own
+/// `return_url` or `cancel_url`, which the backend accepted for the merchant's
+/// origins; the page reaches no other address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WayBack {
+    /// "Return to {merchant}" or "Cancel and return to {merchant}".
+    pub label: String,
+    /// The URL with `order_no` (and, once final, `status`) appended.
+    pub href: String,
+    /// Followed by itself after [`RETURN_AFTER_MS`] (the final return), unless
+    /// the shopper stays.
+    pub automatic: bool,
+}
+
+/// How long the receipt stays before the page returns to the merchant by itself.
+pub const RETURN_AFTER_MS: u32 = 5_000;
+
+/// `url` (as the backend serialised it) with `order_no` and, when given,
+/// `status` appended to its query, before any fragment. Both values are
+/// letters, digits and `_` (an order number, a status), so nothing needs escaping.
+pub fn with_result(url: &str, order_no: &str, status: Option<OrderStatus>) -> String {
+    let (base, fragment) = match url.split_once('#') {
+        Some((base, fragment)) => (base, Some(fragment)),
+        None => (url, None),
+    };
+    let safe = |text: &str| {
+        text.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<String>()
+    };
+    let mut out = format!(
+        "{base}{}order_no={}",
+        if base.contains('?') { '&' } else { '?' },
+        safe(order_no)
+    );
+    if let Some(status) = status {
+        out.push_str("&status=");
+        out.push_str(status.as_str());
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
 /// Everything the payment page renders, derived from [`PayFlow`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayView {
+    /// The way back to the merchant's shop, when the order has one for now.
+    pub way_back: Option<WayBack>,
     /// What pays: the order's method once it has a payment attempt, else
     /// (while it is pending) the one this page chose; `None` when unknown.
     pub method: Option<PaymentMethod>,

@@ -6,7 +6,10 @@
 //! flow's [`Effect::SignIn`]) and comes back here afterwards.
 
 use crate::components::{NoticeBox, StatusBadge};
-use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, SCAN_TO_PAY, balance_text};
+use crate::flow::{
+    Effect, Event, Outcome, PayFlow, RETURN_AFTER_MS, RETURNING_SOON, RefundLine, SCAN_TO_PAY,
+    STAY_HERE, WayBack, balance_text,
+};
 use crate::{api, or_sign_in, sign_in_again};
 use api_types::PaymentMethod;
 use api_types::api::{Account, PayRequest, PlatformInfo};
@@ -134,6 +137,8 @@ pub fn PayPage(
     let accounts = controller.accounts;
     // One memo: the page re-renders only when what it shows changes, not on every poll.
     let view_model = Memo::new(move |_| flow.read().view());
+    // Its own memo: the link (and its countdown) is drawn again only when the way back changes.
+    let way_back = Memo::new(move |_| view_model.read().way_back.clone());
     let balance = move || {
         let method = view_model.read().method;
         balance_text(flow.read().order.as_ref(), method, &accounts.read())
@@ -335,10 +340,51 @@ pub fn PayPage(
                 (view.outcome.clone().map(render_outcome), render_refunds(view.refunds.clone()))
             }}
 
+            // The way back to the merchant: only the order's own URLs (checked by the
+            // backend against the merchant's origins); the receipt's one by itself.
+            {move || way_back.get().map(|way_back| view! { <WayBackLink way_back=way_back /> })}
+
             <p class="back">
                 <a href="/">"Back to the shop"</a>
             </p>
         </section>
+    }
+}
+
+/// "Return to {merchant}" (followed by itself after a few seconds, unless the
+/// shopper stays) or "Cancel and return to {merchant}".
+#[component]
+fn WayBackLink(way_back: WayBack) -> impl IntoView {
+    let staying = RwSignal::new(false);
+    let automatic = way_back.automatic;
+    if automatic {
+        let href = way_back.href.clone();
+        spawn_local(async move {
+            TimeoutFuture::new(RETURN_AFTER_MS).await;
+            // Not if the shopper chose to stay, or the page moved on meanwhile.
+            if staying.try_get_untracked() == Some(false) {
+                let _ = window().location().assign(&href);
+            }
+        });
+    }
+    view! {
+        <p class="way-back" id="way-back" data-testid="way-back">
+            <a
+                id=if automatic { "return-link" } else { "cancel-link" }
+                class="button button-secondary"
+                href=way_back.href
+            >
+                {way_back.label}
+            </a>
+            {automatic.then(|| view! {
+                <Show when=move || !staying.get()>
+                    <span id="returning" class="muted">" "{RETURNING_SOON}" "</span>
+                    <button id="stay-here" class="button-link" type="button" on:click=move |_| staying.set(true)>
+                        {STAY_HERE}
+                    </button>
+                </Show>
+            })}
+        </p>
     }
 }
 

@@ -21,6 +21,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use checkout_rules::return_url;
 use serde::Deserialize;
 use time::OffsetDateTime;
 
@@ -39,7 +40,7 @@ pub const DEFAULT_PAGE: u32 = 10;
     responses((status = 201, description = "The PENDING order with its pay_url (replays carry Idempotent-Replayed: true)", body = api_types::api::Order),
         (status = 404, description = "SHOPPER_NOT_FOUND", body = api_types::ErrorBody),
         (status = 409, description = "IDEMPOTENCY_KEY_IN_USE or MERCHANT_REFERENCE_IN_USE", body = api_types::ErrorBody),
-        (status = 422, description = "IDEMPOTENCY_KEY_REUSED or CURRENCY_MISMATCH", body = api_types::ErrorBody),
+        (status = 422, description = "IDEMPOTENCY_KEY_REUSED, CURRENCY_MISMATCH or RETURN_URL_NOT_ALLOWED", body = api_types::ErrorBody),
         BearerErrors))]
 pub async fn create_order(
     State(state): State<AppState>,
@@ -69,6 +70,19 @@ pub async fn create_order(
             "merchant_reference must be 1 to {MAX_REFERENCE_CHARS} characters without spaces or control characters"
         )));
     }
+    // Only the merchant's own origins: the page follows these URLs and no
+    // other. Kept as the URL parser wrote them back, the form browsers follow.
+    let allowed = |url: &Option<String>| -> Result<Option<String>, ApiError> {
+        url.as_deref()
+            .map(|url| {
+                return_url::check(url, &merchant.return_origins)
+                    .map(|url| url.to_string())
+                    .map_err(|why| ApiError::ReturnUrlNotAllowed(why.to_string()))
+            })
+            .transpose()
+    };
+    let return_to = allowed(&body.return_url)?;
+    let cancel_to = allowed(&body.cancel_url)?;
     let scope = idempotency_scope(merchant.merchant_id);
     let fingerprint = idempotency::fingerprint(&body)?;
     let mut tx = match idempotency::begin(&state.db, &scope, &key, &fingerprint).await? {
@@ -88,6 +102,8 @@ pub async fn create_order(
             description,
             merchant_id: merchant.merchant_id,
             merchant_reference: reference,
+            return_url: return_to.as_deref(),
+            cancel_url: cancel_to.as_deref(),
         },
     )
     .await?;

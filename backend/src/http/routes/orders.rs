@@ -79,6 +79,8 @@ pub async fn create_order(
             description: &description,
             merchant_id: SHOP_MERCHANT_ID,
             merchant_reference: None,
+            return_url: None,
+            cancel_url: None,
         },
     )
     .await?;
@@ -101,6 +103,10 @@ pub struct Placed<'a> {
     pub merchant_id: Uuid,
     /// The merchant's own id for it.
     pub merchant_reference: Option<&'a str>,
+    /// Where the shopper goes back once it is final (already checked).
+    pub return_url: Option<&'a str>,
+    /// Where a shopper who gives up goes (already checked).
+    pub cancel_url: Option<&'a str>,
 }
 
 /// Inserts a PENDING order for the shopper on their account in its currency
@@ -128,6 +134,8 @@ pub async fn place(
             ttl_secs: state.order_ttl_secs,
             merchant_id: placed.merchant_id,
             merchant_reference: placed.merchant_reference,
+            return_url: placed.return_url,
+            cancel_url: placed.cancel_url,
         },
     )
     .await

@@ -127,8 +127,6 @@ impl TestApp {
              UNION ALL SELECT 'shopper ' || shopper_id || ' ' || email FROM shoppers
              UNION ALL SELECT 'product ' || sku || ' ' || price_cents FROM products
              UNION ALL SELECT 'key ' || scope || ' ' || idempotency_key FROM idempotency_keys
-             UNION ALL SELECT 'refund ' || refund_no || ' ' || status FROM refunds
-             UNION ALL SELECT 'transfer ' || transfer_id FROM transfers
              UNION ALL SELECT 'merchant ' || merchant_id || ' ' || name || ' ' || return_origins::text FROM merchants
              UNION ALL SELECT 'merchant key ' || prefix || ' ' || coalesce(expires_at::text, '-') || ' '
                               || coalesce(revoked_at::text, '-') FROM merchant_keys

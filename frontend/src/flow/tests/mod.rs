@@ -41,6 +41,9 @@ fn order(status: OrderStatus) -> Order {
         } else {
             0
         },
+        merchant_name: None,
+        return_url: None,
+        cancel_url: None,
     }
 }
 

@@ -1,8 +1,8 @@
 //! What the page shows: which buttons, which outcome, whose balance.
 
-use super::{accepted, eur, order, platform, ready, refund, sandbox};
+use super::{accepted, eur, order, platform, ready, refund, sandbox, token};
 use crate::flow::{Effect, Event, Outcome, PayFlow, RefundLine, balance_text};
-use api_types::api::Account;
+use api_types::api::{Account, Order};
 use api_types::{OrderStatus, PaymentMethod, RefundRequester, RefundStatus};
 use uuid::Uuid;
 #[cfg(target_arch = "wasm32")]
@@ -327,4 +327,56 @@ fn an_automatic_refund_says_it_was_a_payment_we_could_not_book() {
             ),
         }]
     );
+}
+
+/// An order a merchant placed with both ways back.
+fn with_ways_back(status: OrderStatus) -> Order {
+    let mut order = order(status);
+    order.merchant_name = Some("Partner Shop".into());
+    order.return_url = Some("https://partner.example/back?cart=7#top".into());
+    order.cancel_url = Some("https://partner.example/cart".into());
+    order
+}
+
+#[test]
+fn a_payable_order_offers_the_merchants_cancel_url_and_nothing_once_paying() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(with_ways_back(OrderStatus::Pending)));
+    flow.apply(Event::TokenIssued(token(1)));
+    let way_back = flow.view().way_back.expect("a way back");
+    assert_eq!(way_back.label, "Cancel and return to Partner Shop");
+    assert_eq!(way_back.href, "https://partner.example/cart?order_no=ORD1");
+    assert!(!way_back.automatic, "giving up is the shopper's choice");
+    // From "Pay now" on, no way out that looks like giving up a payment in flight.
+    flow.apply(Event::PayPressed);
+    assert_eq!(flow.view().way_back, None);
+}
+
+#[test]
+fn a_final_order_returns_to_the_merchant_with_its_number_and_status() {
+    for status in [OrderStatus::Paid, OrderStatus::Failed, OrderStatus::Closed] {
+        let mut flow = PayFlow::new();
+        flow.apply(Event::OrderFetched(with_ways_back(status)));
+        let way_back = flow.view().way_back.expect("a way back");
+        assert_eq!(way_back.label, "Return to Partner Shop");
+        assert_eq!(
+            way_back.href,
+            format!(
+                "https://partner.example/back?cart=7&order_no=ORD1&status={}#top",
+                status.as_str()
+            )
+        );
+        assert!(way_back.automatic);
+    }
+}
+
+#[test]
+fn an_order_without_urls_offers_no_way_back() {
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Paid)));
+    assert_eq!(flow.view().way_back, None);
+    let mut flow = PayFlow::new();
+    flow.apply(Event::OrderFetched(order(OrderStatus::Pending)));
+    flow.apply(Event::TokenIssued(token(1)));
+    assert_eq!(flow.view().way_back, None);
 }

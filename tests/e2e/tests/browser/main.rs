@@ -21,6 +21,7 @@ mod qr_platforms;
 mod redis_outage;
 mod refunds;
 mod reload_in_flight;
+mod return_to_merchant;
 mod sign_in;
 mod sign_out;
 mod trunk_serve;

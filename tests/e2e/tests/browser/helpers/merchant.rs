@@ -18,6 +18,8 @@ impl TestApp {
             currency: self.currency,
             description: format!("E2E order of {amount_cents} cents"),
             merchant_reference: None,
+            return_url: None,
+            cancel_url: None,
         };
         let answer = self
             .http
