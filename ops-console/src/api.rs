@@ -8,6 +8,7 @@
 
 use api_types::AnomalyKind;
 use api_types::api::Reconciliation;
+use api_types::merchant::Merchant;
 use api_types::ops::{
     Activity, AnomalyState, Books, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
     ReviewAnomaly, SearchHit,
@@ -120,6 +121,11 @@ pub async fn activity() -> Result<Activity, ApiError> {
 /// `GET /api/ops/books`: every ledger account's balance.
 pub async fn books() -> Result<Books, ApiError> {
     call(Request::get("/api/ops/books"), None, TIMEOUT_MS).await
+}
+
+/// `GET /api/ops/merchants`: every merchant with its keys' prefixes.
+pub async fn merchants() -> Result<Vec<Merchant>, ApiError> {
+    call(Request::get("/api/ops/merchants"), None, TIMEOUT_MS).await
 }
 
 /// `GET /api/ops/reconciliations/{date}`.

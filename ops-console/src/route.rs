@@ -23,6 +23,8 @@ pub enum Route {
     Reconciliation,
     /// `/ops/books`: every ledger account's balance.
     Books,
+    /// `/ops/merchants`: the merchants and their keys.
+    Merchants,
     /// Anything else.
     NotFound,
 }
@@ -47,6 +49,7 @@ impl Route {
             ["activity"] => Self::Activity,
             ["reconciliation"] => Self::Reconciliation,
             ["books"] => Self::Books,
+            ["merchants"] => Self::Merchants,
             _ => Self::NotFound,
         }
     }
@@ -63,6 +66,7 @@ impl Route {
             Self::Activity => "/ops/activity".to_owned(),
             Self::Reconciliation => "/ops/reconciliation".to_owned(),
             Self::Books => "/ops/books".to_owned(),
+            Self::Merchants => "/ops/merchants".to_owned(),
             Self::NotFound => "/ops/".to_owned(),
         }
     }
@@ -75,6 +79,7 @@ impl Route {
             Self::Activity => Some(Tab::Activity),
             Self::Reconciliation => Some(Tab::Reconciliation),
             Self::Books => Some(Tab::Books),
+            Self::Merchants => Some(Tab::Merchants),
             Self::NotFound => None,
         }
     }
@@ -93,16 +98,19 @@ pub enum Tab {
     Reconciliation,
     /// The ledger accounts' balances.
     Books,
+    /// The merchants and their keys.
+    Merchants,
 }
 
 impl Tab {
     /// Every tab, in the order the navigation shows them.
-    pub const ALL: [Tab; 5] = [
+    pub const ALL: [Tab; 6] = [
         Tab::Anomalies,
         Tab::Orders,
         Tab::Activity,
         Tab::Reconciliation,
         Tab::Books,
+        Tab::Merchants,
     ];
 
     /// The tab's label.
@@ -113,6 +121,7 @@ impl Tab {
             Tab::Activity => "Activity",
             Tab::Reconciliation => "Reconciliation",
             Tab::Books => "Books",
+            Tab::Merchants => "Merchants",
         }
     }
 
@@ -124,6 +133,7 @@ impl Tab {
             Tab::Activity => Route::Activity,
             Tab::Reconciliation => Route::Reconciliation,
             Tab::Books => Route::Books,
+            Tab::Merchants => Route::Merchants,
         }
     }
 
@@ -135,6 +145,7 @@ impl Tab {
             Tab::Activity => "tab-activity",
             Tab::Reconciliation => "tab-reconciliation",
             Tab::Books => "tab-books",
+            Tab::Merchants => "tab-merchants",
         }
     }
 }
@@ -192,6 +203,7 @@ mod tests {
             Route::Activity,
             Route::Reconciliation,
             Route::Books,
+            Route::Merchants,
         ] {
             assert_eq!(Route::from_path(&route.path()), route, "{}", route.path());
         }

@@ -8,13 +8,15 @@ use api_types::ops::{ActivityMinute, AnomalyState, OpsOrder, ReviewAnomaly, Time
 use api_types::{Currency, OrderStatus};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
+use uuid::Uuid;
 
-/// Anomalies newest first, of one state (and kind), at most `limit`.
+/// Anomalies newest first, of one state (and kind, and merchant), at most `limit`.
 #[tracing::instrument(name = "db.review.anomalies", skip(db))]
 pub async fn anomalies(
     db: impl PgExecutor<'_>,
     state: AnomalyState,
     kind: Option<AnomalyKind>,
+    merchant_id: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<ReviewAnomaly>> {
     let (open, resolved) = match state {
@@ -29,11 +31,14 @@ pub async fn anomalies(
            FROM anomalies
            WHERE ((resolved_at IS NULL AND $1) OR (resolved_at IS NOT NULL AND $2))
              AND ($3::text IS NULL OR kind = $3)
+             AND ($5::uuid IS NULL OR EXISTS (SELECT FROM orders o
+                                              WHERE o.order_no = anomalies.order_no AND o.merchant_id = $5))
            ORDER BY anomaly_id DESC LIMIT $4"#,
         open,
         resolved,
         kind.map(AnomalyKind::as_str),
         limit,
+        merchant_id,
     )
     .fetch_all(db)
     .await

@@ -70,6 +70,7 @@ async fn the_description_is_openapi_3_1_with_every_route_error_body_and_security
         ("get", "/api/ops/activity"),
         ("get", "/api/ops/reconciliations/{date}"),
         ("get", "/api/ops/books"),
+        ("get", "/api/ops/merchants"),
         ("post", "/api/payments/callback"),
         ("post", "/api/payments/callback/wechatpay"),
         ("post", "/api/payments/callback/alipay"),

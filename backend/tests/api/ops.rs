@@ -6,8 +6,8 @@
 //! activity, the books' balances.
 
 use crate::helpers::{
-    ADMIN_TOKEN, PASSWORD, TestApp, browser_client, post_refund, spawn_app, spawn_app_with,
-    spawn_app_without_callbacks, success_body,
+    ADMIN_TOKEN, MERCHANT_KEY, PASSWORD, TestApp, browser_client, post_refund, spawn_app,
+    spawn_app_with, spawn_app_without_callbacks, success_body,
 };
 use reqwest::StatusCode;
 use secrecy::SecretString;
@@ -170,6 +170,7 @@ async fn the_console_api_answers_nobody_without_an_operator_session() {
             "/api/ops/activity".to_owned(),
             "/api/ops/reconciliations/2026-12-01".to_owned(),
             "/api/ops/books".to_owned(),
+            "/api/ops/merchants".to_owned(),
         ] {
             let (status, body) = get(&client, &app, &path).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
@@ -535,6 +536,66 @@ async fn the_books_show_each_accounts_balance_and_the_wallets_summed() {
         ]
     );
     app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn the_console_lists_merchants_by_key_prefix_and_filters_anomalies_by_merchant() {
+    let app = spawn_app_without_callbacks().await;
+    let (_, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    let partner: Value = reqwest::Client::new()
+        .post(app.url("/api/admin/merchants"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "Partner", "return_origins": ["https://partner.example"]}))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let ops = operator(&app, "ada").await;
+
+    let (status, merchants) = get(&ops, &app, "/api/ops/merchants").await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = merchants
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|m| m["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["The shop", "Partner"]);
+    assert_eq!(merchants[1]["keys"][0]["prefix"], partner["key_prefix"]);
+    let text = merchants.to_string();
+    assert!(
+        !text.contains(partner["api_key"].as_str().expect("key")) && !text.contains(MERCHANT_KEY),
+        "no key in the console: {text}"
+    );
+
+    // The order with the anomaly is the shop's: the partner's filter shows nothing.
+    let shop = "00000000-0000-0000-0000-000000000001";
+    let partner_id = partner["merchant_id"].as_str().expect("id");
+    let (_, of_shop) = get(
+        &ops,
+        &app,
+        &format!("/api/ops/anomalies?state=all&merchant_id={shop}"),
+    )
+    .await;
+    assert!(
+        of_shop
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|a| a["anomaly_id"] == anomaly_id),
+        "{of_shop}"
+    );
+    let (_, of_partner) = get(
+        &ops,
+        &app,
+        &format!("/api/ops/anomalies?state=all&merchant_id={partner_id}"),
+    )
+    .await;
+    assert_eq!(of_partner, json!([]));
+    let (status, _) = get(&ops, &app, "/api/ops/anomalies?merchant_id=not-a-uuid").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
 /// Another admin token, as after rotating a leaked one.

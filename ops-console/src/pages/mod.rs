@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod anomalies;
 pub mod books;
+pub mod merchants;
 pub mod orders;
 pub mod reconciliation;
 pub mod signin;
@@ -19,6 +20,7 @@ pub fn view_for(route: Route) -> AnyView {
         Route::Activity => view! { <activity::ActivityPage /> }.into_any(),
         Route::Reconciliation => view! { <reconciliation::ReconciliationPage /> }.into_any(),
         Route::Books => view! { <books::BooksPage /> }.into_any(),
+        Route::Merchants => view! { <merchants::MerchantsPage /> }.into_any(),
         Route::NotFound => view! {
             <section class="card">
                 <h1>"No such view"</h1>

@@ -81,6 +81,7 @@ pub fn api(
         .routes(routes!(ops::activity))
         .routes(routes!(ops::reconciliation))
         .routes(routes!(ops::books))
+        .routes(routes!(ops::merchants))
         .route_layer(middleware::from_fn_with_state(csrf.clone(), csrf_guard))
         .route_layer(sessions.clone());
     let shopper = OpenApiRouter::new()

@@ -108,6 +108,8 @@ pub struct AnomalyFilter {
     pub kind: Option<AnomalyKind>,
     /// At most this many, 1 to 500 (default 100).
     pub limit: Option<i64>,
+    /// Only anomalies of this merchant's orders.
+    pub merchant_id: Option<uuid::Uuid>,
 }
 
 /// `GET /api/ops/anomalies` -> the queue, newest first.
@@ -126,7 +128,14 @@ pub async fn list_anomalies(
         return Err(ApiError::BadRequest("limit must be 1 to 500".into()));
     }
     Ok(Json(
-        review::anomalies(&state.db, filter.state, filter.kind, limit).await?,
+        review::anomalies(
+            &state.db,
+            filter.state,
+            filter.kind,
+            filter.merchant_id,
+            limit,
+        )
+        .await?,
     ))
 }
 
@@ -263,6 +272,18 @@ pub async fn books(
 ) -> Result<Json<Books>, ApiError> {
     let accounts = db::books::balances(&state.db).await?;
     Ok(Json(Books { accounts }))
+}
+
+/// `GET /api/ops/merchants` -> every merchant with its keys' prefixes, dates
+/// and last use, as `GET /api/admin/merchants` gives them: never a key.
+#[utoipa::path(get, path = "/ops/merchants", tag = "ops", security(("session" = [])),
+    responses((status = 200, description = "Every merchant, oldest first", body = Vec<api_types::merchant::Merchant>),
+        ShopperErrors))]
+pub async fn merchants(
+    State(state): State<AppState>,
+    _operator: Operator,
+) -> Result<Json<Vec<api_types::merchant::Merchant>>, ApiError> {
+    Ok(Json(db::merchants::list(&state.db).await?))
 }
 
 /// `GET /api/ops/reconciliations/{date}` -> the day's reconciliation, as
