@@ -187,6 +187,23 @@ impl Application {
             routes::demo::remove(&db).await?;
             Vec::new()
         };
+        // The demo's second merchant, where demo shoppers may be: it calls this
+        // backend's merchant API as a merchant's server would.
+        let demo_partner = if demo_shoppers_allowed {
+            routes::partner::seed(
+                &db,
+                &merchant_keys,
+                &config.public_origin,
+                format!(
+                    "http://{}",
+                    std::net::SocketAddr::new(callback_host, local.port())
+                ),
+            )
+            .await?
+            .map(Arc::new)
+        } else {
+            None
+        };
         let warm = crate::db::warm::WarmConnections::new(
             db.clone(),
             crate::db::warm::WarmConnections::max_for_pool(config.database_max_connections),
@@ -211,6 +228,7 @@ impl Application {
                 Duration::from_secs(config.ops_session_max_secs),
             ),
             merchant_keys,
+            demo_partner,
             platform,
             demo_shoppers_allowed,
             demo_shoppers: Arc::new(demo_shoppers),
@@ -566,6 +584,8 @@ pub fn router(state: AppState, static_dir: Option<&Path>, web: WebSecurity) -> R
         .merge(metrics)
         .nest("/api", routes::api(&state, web.csrf, web.sessions))
         .split_for_parts();
+    // The demo partner's pages (404 unless it runs): HTML, outside the API and its description.
+    let api = api.merge(routes::partner::routes());
     // The balancer asks /readyz twice a second per instance: it stays out of
     // the request log and the metrics, where a draining instance's 503s
     // would read as failures.

@@ -50,6 +50,8 @@ pub struct Handles {
     pub operator_sessions: crate::http::auth::operator::OperatorSessions,
     /// Hashes merchants' API keys (`MERCHANT_KEY_SECRET`).
     pub merchant_keys: crate::merchants::KeyHasher,
+    /// The demo's partner shop, in demo mode where no money moves.
+    pub demo_partner: Option<Arc<crate::http::routes::partner::DemoPartner>>,
     /// The payment platform.
     pub platform: Platform,
     /// Demo shoppers may sign in: demo mode is on and no money moves

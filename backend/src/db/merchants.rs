@@ -46,6 +46,27 @@ pub async fn authenticate(
     .await
 }
 
+/// Makes the merchant `merchant_id` unless it exists (a merchant this
+/// backend makes itself, such as the demo's partner shop; no key).
+#[tracing::instrument(name = "db.merchants.ensure", skip(db))]
+pub async fn ensure(
+    db: impl PgExecutor<'_>,
+    merchant_id: Uuid,
+    name: &str,
+    return_origins: &[String],
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO merchants (merchant_id, name, return_origins) VALUES ($1, $2, $3)
+         ON CONFLICT (merchant_id) DO NOTHING",
+        merchant_id,
+        name,
+        return_origins,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// Makes a merchant with its first key, in one transaction.
 #[tracing::instrument(name = "db.merchants.create", skip(db, key_hash))]
 pub async fn create(

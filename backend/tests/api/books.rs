@@ -268,10 +268,12 @@ async fn the_database_refuses_what_the_books_may_never_hold_whoever_asks() {
     app.assert_invariants().await;
 }
 
-/// The schema of the main branch before the books: the two migrations of the
-/// money model undone (the books, then the payment methods).
+/// The schema of the main branch before the books: every migration since
+/// undone, newest first (the merchants' columns and tables, the balances view,
+/// the books, the payment methods). A new migration adds its undoing here.
 const BEFORE_THE_BOOKS: &str = "
-    ALTER TABLE orders DROP COLUMN merchant_id, DROP COLUMN merchant_reference;
+    ALTER TABLE orders DROP COLUMN merchant_id, DROP COLUMN merchant_reference,
+        DROP COLUMN return_url, DROP COLUMN cancel_url;
     DROP TABLE merchant_keys;
     DROP TABLE merchants;
     DROP VIEW ledger_balances;

@@ -32,6 +32,7 @@ mod openapi;
 mod ops;
 mod orders;
 mod ownership;
+mod partner;
 mod path_params;
 mod pay;
 mod pay_one_statement;

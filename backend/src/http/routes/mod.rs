@@ -10,6 +10,7 @@ pub mod merchants;
 pub mod notify;
 pub mod ops;
 pub mod orders;
+pub mod partner;
 pub mod pay;
 pub mod payment_code;
 pub mod platform;
