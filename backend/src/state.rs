@@ -51,7 +51,7 @@ pub struct Handles {
     /// Hashes merchants' API keys (`MERCHANT_KEY_SECRET`).
     pub merchant_keys: crate::merchants::KeyHasher,
     /// The demo's partner shop, in demo mode where no money moves.
-    pub demo_partner: Option<Arc<crate::http::routes::partner::DemoPartner>>,
+    pub demo_partner: Option<Arc<DemoPartner>>,
     /// The payment platform.
     pub platform: Platform,
     /// Demo shoppers may sign in: demo mode is on and no money moves
@@ -77,4 +77,15 @@ pub struct Handles {
     pub token_records: crate::db::orders::TokenRecords,
     /// What `/healthz` last found of PostgreSQL and Redis (logs changes).
     pub health_log: crate::infra::health::HealthLog,
+}
+
+/// The demo's partner shop (`http::routes::partner`): a second merchant whose
+/// server is played by this backend, with its key and where it calls the API.
+pub struct DemoPartner {
+    /// Its API key, made at start and kept only here.
+    pub key: SecretString,
+    /// This backend, as the partner's server calls it (`http://host:port`).
+    pub api: String,
+    /// Where the payment page sends its shoppers back (`PUBLIC_ORIGIN`).
+    pub public_origin: String,
 }

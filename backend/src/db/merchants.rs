@@ -120,9 +120,16 @@ pub async fn rotate(
     old_expire_at: OffsetDateTime,
 ) -> sqlx::Result<bool> {
     let mut tx = db.begin().await?;
-    // The merchant's row, locked: two rotations of one merchant run one after the other.
+    // Two rotations of one merchant run one after the other (an advisory lock:
+    // the serving role may not lock the merchant's row, which it may not update).
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('merchant keys ' || $1::uuid::text, 0))",
+        merchant_id
+    )
+    .execute(&mut *tx)
+    .await?;
     let exists = sqlx::query_scalar!(
-        "SELECT merchant_id FROM merchants WHERE merchant_id = $1 FOR UPDATE",
+        "SELECT merchant_id FROM merchants WHERE merchant_id = $1",
         merchant_id
     )
     .fetch_optional(&mut *tx)

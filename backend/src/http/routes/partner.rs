@@ -15,7 +15,7 @@
 
 use crate::error::ApiError;
 use crate::merchants::KeyHasher;
-use crate::state::AppState;
+use crate::state::{AppState, DemoPartner};
 use api_types::api::{CreateMerchantOrder, Order};
 use axum::Form;
 use axum::extract::{Query, State};
@@ -24,7 +24,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use checkout_rules::order_no::OrderNo;
 use checkout_rules::return_url;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -34,15 +34,6 @@ pub const PARTNER_MERCHANT_ID: Uuid = Uuid::from_u128(2);
 pub const PARTNER_NAME: &str = "Partner Shop (demo)";
 /// What it sells, in minor units of the demo currency.
 const TEAPOT_CENTS: i64 = 2_300;
-
-/// The partner's key and where it reaches the merchant API.
-pub struct DemoPartner {
-    key: SecretString,
-    /// This backend, as the partner's server calls it (`http://host:port`).
-    api: String,
-    /// Where the payment page sends shoppers back (`PUBLIC_ORIGIN`).
-    public_origin: String,
-}
 
 /// Makes (or finds) the partner's merchant account and a key for this
 /// process (the keys of earlier starts end a day later, so other instances
