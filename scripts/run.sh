@@ -118,7 +118,7 @@ fi
 # One instance and no load balancer: nothing to wait for on Ctrl-C
 # (scripts/cluster.sh runs instances behind HAProxy with a drain).
 export DRAIN_SECS="${DRAIN_SECS:-0}"
-echo "==> Starting the backend: open http://${BIND_ADDR:-127.0.0.1:3000}"
+echo "==> Starting the backend: open http://${BIND_ADDR:-127.0.0.1:3000} (a second merchant, the partner shop: /partner)"
 if [[ -z "$sim_pid" ]]; then
     exec cargo run --release --locked -p backend
 fi
