@@ -147,17 +147,7 @@ pub async fn list_for_order(
     db: impl PgExecutor<'_>,
     order_no: &str,
 ) -> sqlx::Result<Vec<RefundRow>> {
-    sqlx::query_as!(
-        RefundRow,
-        r#"SELECT refund_no, order_no, amount_cents, currency AS "currency: Currency", reason,
-                  status AS "status: RefundStatus", platform_payment_id, platform_refund_id,
-                  requested_by AS "requested_by: RefundRequester", failure_reason,
-                  created_at, submitted_at, settled_at
-           FROM refunds WHERE order_no = $1 ORDER BY created_at, refund_no"#,
-        order_no,
-    )
-    .fetch_all(db)
-    .await
+    list_for_orders(db, &[order_no.to_owned()]).await
 }
 
 /// The refunds of these orders, oldest first.

@@ -11,6 +11,20 @@ use serde::de::DeserializeOwned;
 /// Largest request body any endpoint reads (callbacks are held to this too).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// A line of text a person gave (a name, a description): trimmed, 1 to `max`
+/// characters, none of them control characters; else `400 BAD_REQUEST`
+/// saying so of `field`.
+pub fn plain_text<'a>(text: &'a str, field: &str, max: usize) -> Result<&'a str, ApiError> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 || chars > max || text.chars().any(char::is_control) {
+        return Err(ApiError::BadRequest(format!(
+            "{field} must be 1 to {max} characters without control characters"
+        )));
+    }
+    Ok(text)
+}
+
 /// `Json<T>` whose rejection is a 400 (or 413) in the shared error shape.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AppJson<T>(pub T);

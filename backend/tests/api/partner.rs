@@ -7,6 +7,18 @@ use api_types::OrderStatus;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
+/// The text of the partner's page at `url`.
+async fn page(client: &reqwest::Client, url: &str) -> String {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text")
+}
+
 #[tokio::test]
 async fn the_partner_shop_sells_through_the_merchant_api_and_reads_the_order_back() {
     let app = spawn_app_with(|c| c.demo = true).await;
@@ -59,14 +71,11 @@ async fn the_partner_shop_sells_through_the_merchant_api_and_reads_the_order_bac
     assert_eq!(used, 1, "the partner's own key placed it");
 
     // A return that claims PAID is not believed: the page reads the order.
-    let claimed = client
-        .get(app.url(&format!("/partner/thanks?order_no={order_no}&status=PAID")))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let claimed = page(
+        &client,
+        &app.url(&format!("/partner/thanks?order_no={order_no}&status=PAID")),
+    )
+    .await;
     assert!(claimed.contains("data-status=\"PENDING\""), "{claimed}");
 
     // Paid, the page says so.
@@ -94,25 +103,19 @@ async fn the_partner_shop_sells_through_the_merchant_api_and_reads_the_order_bac
         app.pay_by_until_final(&order_no, "wallet").await.status,
         OrderStatus::Paid
     );
-    let paid = client
-        .get(app.url(&format!("/partner/thanks?order_no={order_no}&status=PAID")))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let paid = page(
+        &client,
+        &app.url(&format!("/partner/thanks?order_no={order_no}&status=PAID")),
+    )
+    .await;
     assert!(paid.contains("data-status=\"PAID\""), "{paid}");
     // Another merchant's order is not the partner's to show.
     let shop_order = app.create_order(&ada, 700).await;
-    let other = client
-        .get(app.url(&format!("/partner/thanks?order_no={}", shop_order.order_no)))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let other = page(
+        &client,
+        &app.url(&format!("/partner/thanks?order_no={}", shop_order.order_no)),
+    )
+    .await;
     assert!(other.contains("not one of our orders"), "{other}");
     app.assert_invariants().await;
 }

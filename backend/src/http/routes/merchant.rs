@@ -8,7 +8,7 @@
 use crate::db::{books, orders, refunds, shoppers};
 use crate::error::ApiError;
 use crate::http::auth::merchant::Merchant;
-use crate::http::extract::{AppJson, AppQuery, OrderNoPath};
+use crate::http::extract::{AppJson, AppQuery, OrderNoPath, plain_text};
 use crate::http::openapi::BearerErrors;
 use crate::http::routes::orders::{Placed, place};
 use crate::idempotency::{self, Begun, IdempotencyKey};
@@ -53,13 +53,7 @@ pub async fn create_order(
             "amount_cents must be a positive integer".into(),
         ));
     }
-    let description = body.description.trim();
-    let chars = description.chars().count();
-    if chars == 0 || chars > MAX_DESCRIPTION_CHARS || description.chars().any(char::is_control) {
-        return Err(ApiError::BadRequest(format!(
-            "description must be 1 to {MAX_DESCRIPTION_CHARS} characters, none of them control characters"
-        )));
-    }
+    let description = plain_text(&body.description, "description", MAX_DESCRIPTION_CHARS)?;
     let reference = body.merchant_reference.as_deref();
     if reference.is_some_and(|r| {
         r.is_empty()

@@ -6,7 +6,7 @@
 
 use crate::db::merchants as store;
 use crate::error::ApiError;
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath, plain_text};
 use crate::http::openapi::BearerErrors;
 use crate::state::AppState;
 use api_types::merchant::{CreateMerchant, KeyCreated, Merchant, MerchantCreated, RotateKey};
@@ -31,15 +31,7 @@ pub async fn create(
     State(state): State<AppState>,
     AppJson(body): AppJson<CreateMerchant>,
 ) -> Result<(StatusCode, Json<MerchantCreated>), ApiError> {
-    let name = body.name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(ApiError::BadRequest(format!(
-            "name must be 1 to {MAX_NAME_CHARS} characters without control characters"
-        )));
-    }
+    let name = plain_text(&body.name, "name", MAX_NAME_CHARS)?;
     if body.return_origins.len() > MAX_ORIGINS {
         return Err(ApiError::BadRequest(format!(
             "at most {MAX_ORIGINS} return_origins"

@@ -6,7 +6,7 @@
 use crate::db::{self, review};
 use crate::error::ApiError;
 use crate::http::auth::session::{self, Operator};
-use crate::http::extract::{AppJson, AppPath, AppQuery, ClientIp, OrderNoPath};
+use crate::http::extract::{AppJson, AppPath, AppQuery, ClientIp, OrderNoPath, plain_text};
 use crate::http::openapi::ShopperErrors;
 use crate::state::AppState;
 use api_types::AnomalyKind;
@@ -55,15 +55,7 @@ pub async fn sign_in(
         return Err(ApiError::NotFound);
     };
     state.limits.signin_ip.check(&client)?;
-    let name = body.name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(ApiError::BadRequest(format!(
-            "name must be 1 to {MAX_NAME_CHARS} characters without control characters"
-        )));
-    }
+    let name = plain_text(&body.name, "name", MAX_NAME_CHARS)?;
     let presented = body.admin_token.as_bytes();
     if !bool::from(presented.ct_eq(expected.expose_secret().as_bytes())) {
         tracing::warn!(%client, "operator sign-in failed");
