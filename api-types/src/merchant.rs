@@ -120,7 +120,7 @@ pub struct MerchantKey {
     /// When it was revoked; null: not revoked.
     #[serde(with = "time::serde::rfc3339::option")]
     pub revoked_at: Option<OffsetDateTime>,
-    /// When it was last used, to the minute; null: never.
+    /// When it was last used, at most a minute behind; null: never.
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_used_at: Option<OffsetDateTime>,
     /// Whether it authenticates now.

@@ -165,7 +165,8 @@ pub struct TimelineEvent {
 pub struct SearchHit {
     /// The order.
     pub order: OpsOrder,
-    /// `order_no`, `callback_id`, `payment_id` or `shopper_email`.
+    /// `order_no`, `callback_id`, `payment_id`, `shopper_email`, or `merchant`
+    /// (a merchant's orders listed without a search text).
     pub matched_by: String,
 }
 

@@ -13,6 +13,7 @@ use api_types::ops::{
     Activity, AnomalyState, Books, OperatorInfo, OperatorSignIn, OrderTimeline, ResolveAnomaly,
     ReviewAnomaly, SearchHit,
 };
+use uuid::Uuid;
 use web_client::{Request, call, encode, encode_component, send};
 
 pub use web_client::ApiError;
@@ -59,16 +60,29 @@ pub async fn me() -> Result<OperatorInfo, ApiError> {
 pub async fn anomalies(
     state: AnomalyState,
     kind: Option<AnomalyKind>,
+    merchant: Option<Uuid>,
 ) -> Result<Vec<ReviewAnomaly>, ApiError> {
-    call(Request::get(&anomalies_url(state, kind)), None, TIMEOUT_MS).await
+    call(
+        Request::get(&anomalies_url(state, kind, merchant)),
+        None,
+        TIMEOUT_MS,
+    )
+    .await
 }
 
 /// The queue's URL for these filters.
-pub fn anomalies_url(state: AnomalyState, kind: Option<AnomalyKind>) -> String {
+pub fn anomalies_url(
+    state: AnomalyState,
+    kind: Option<AnomalyKind>,
+    merchant: Option<Uuid>,
+) -> String {
     let mut url = format!("/api/ops/anomalies?state={}&limit=200", state_name(state));
     if let Some(kind) = kind {
         url.push_str("&kind=");
         url.push_str(kind.as_str());
+    }
+    if let Some(merchant) = merchant {
+        url.push_str(&format!("&merchant_id={merchant}"));
     }
     url
 }
@@ -107,10 +121,21 @@ pub async fn timeline(order_no: &str) -> Result<OrderTimeline, ApiError> {
     call(Request::get(&url), None, TIMEOUT_MS).await
 }
 
-/// `GET /api/ops/search?q=...`.
-pub async fn search(query: &str) -> Result<Vec<SearchHit>, ApiError> {
-    let url = format!("/api/ops/search?q={}", encode_component(query));
-    call(Request::get(&url), None, TIMEOUT_MS).await
+/// `GET /api/ops/search?q=...&merchant_id=...` (either may be left out, not both).
+pub async fn search(query: &str, merchant: Option<Uuid>) -> Result<Vec<SearchHit>, ApiError> {
+    call(Request::get(&search_url(query, merchant)), None, TIMEOUT_MS).await
+}
+
+/// The search's URL: the text (when any) and the merchant (when chosen).
+pub fn search_url(query: &str, merchant: Option<Uuid>) -> String {
+    let mut params = Vec::new();
+    if !query.is_empty() {
+        params.push(format!("q={}", encode_component(query)));
+    }
+    if let Some(merchant) = merchant {
+        params.push(format!("merchant_id={merchant}"));
+    }
+    format!("/api/ops/search?{}", params.join("&"))
 }
 
 /// `GET /api/ops/activity`: the last hour, minute by minute.
@@ -139,13 +164,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_merchant_narrows_the_queue_and_the_search() {
+        let merchant = Uuid::from_u128(2);
+        assert_eq!(
+            anomalies_url(AnomalyState::Open, None, Some(merchant)),
+            "/api/ops/anomalies?state=open&limit=200&merchant_id=00000000-0000-0000-0000-000000000002"
+        );
+        assert_eq!(
+            search_url("", Some(merchant)),
+            "/api/ops/search?merchant_id=00000000-0000-0000-0000-000000000002"
+        );
+        assert_eq!(search_url("a b&c", None), "/api/ops/search?q=a%20b%26c");
+    }
+
+    #[test]
     fn the_queue_url_carries_its_filters() {
         assert_eq!(
-            anomalies_url(AnomalyState::Open, None),
+            anomalies_url(AnomalyState::Open, None, None),
             "/api/ops/anomalies?state=open&limit=200"
         );
         assert_eq!(
-            anomalies_url(AnomalyState::All, Some(AnomalyKind::CallbackConflict)),
+            anomalies_url(AnomalyState::All, Some(AnomalyKind::CallbackConflict), None),
             "/api/ops/anomalies?state=all&limit=200&kind=CALLBACK_CONFLICT"
         );
     }

@@ -21,7 +21,8 @@ pub struct Caller {
 }
 
 /// The merchant whose key hashes to `hash`, if that key is neither revoked
-/// nor expired; notes the key's use, at most once a minute per key.
+/// nor expired; notes the key's use, at most once a minute per key (so
+/// `last_used_at` is at most a minute behind).
 #[tracing::instrument(name = "db.merchants.authenticate", skip_all)]
 pub async fn authenticate(
     db: impl PgExecutor<'_>,
@@ -33,10 +34,10 @@ pub async fn authenticate(
                SELECT k.prefix, k.merchant_id, k.last_used_at FROM merchant_keys k
                WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
            ), touched AS (
-               UPDATE merchant_keys k SET last_used_at = date_trunc('minute', now())
+               UPDATE merchant_keys k SET last_used_at = now()
                FROM valid v
                WHERE k.prefix = v.prefix
-                 AND (v.last_used_at IS NULL OR v.last_used_at < date_trunc('minute', now()))
+                 AND (v.last_used_at IS NULL OR v.last_used_at < now() - interval '1 minute')
            )
            SELECT m.merchant_id, m.name, v.prefix AS key_prefix, m.return_origins
            FROM valid v JOIN merchants m ON m.merchant_id = v.merchant_id"#,

@@ -156,9 +156,15 @@ pub fn events(rows: Vec<TimelineRow>) -> Result<Vec<TimelineEvent>, serde_json::
 
 /// Orders matching `q` exactly by number, by a callback id delivered for it,
 /// by our or the platform's payment id, or (case-insensitively) by the
-/// shopper's email; newest first, at most 50, each with what matched.
+/// shopper's email, only `merchant_id`'s when given (without `q`: that
+/// merchant's, matched by `merchant`); newest first, at most 50, each with
+/// what matched.
 #[tracing::instrument(name = "db.review.search", skip(db))]
-pub async fn search(db: impl PgExecutor<'_>, q: &str) -> sqlx::Result<Vec<(OpsOrder, String)>> {
+pub async fn search(
+    db: impl PgExecutor<'_>,
+    q: Option<&str>,
+    merchant_id: Option<Uuid>,
+) -> sqlx::Result<Vec<(OpsOrder, String)>> {
     let rows = sqlx::query!(
         r#"WITH hits AS (
                SELECT order_no, 'order_no' AS matched_by FROM orders WHERE order_no = $1
@@ -171,16 +177,20 @@ pub async fn search(db: impl PgExecutor<'_>, q: &str) -> sqlx::Result<Vec<(OpsOr
                UNION
                SELECT o.order_no, 'shopper_email' FROM orders o
                    JOIN shoppers s ON s.shopper_id = o.shopper_id
-                   WHERE lower(s.email) = lower($1))
+                   WHERE lower(s.email) = lower($1)
+               UNION
+               SELECT order_no, 'merchant' FROM orders WHERE $1::text IS NULL AND merchant_id = $2)
            SELECT o.order_no AS "order_no!", coalesce(s.email, '') AS "shopper_email!",
                   o.amount_cents AS "amount_cents!", o.currency AS "currency!: Currency",
                   o.status AS "status!: OrderStatus", o.refunded_cents AS "refunded_cents!",
                   o.created_at AS "created_at!", min(h.matched_by) AS "matched_by!"
            FROM hits h JOIN orders o ON o.order_no = h.order_no
            LEFT JOIN shoppers s ON s.shopper_id = o.shopper_id
+           WHERE $2::uuid IS NULL OR o.merchant_id = $2
            GROUP BY o.order_no, s.email
            ORDER BY o.created_at DESC LIMIT 50"#,
         q,
+        merchant_id,
     )
     .fetch_all(db)
     .await?;

@@ -539,9 +539,9 @@ async fn the_books_show_each_accounts_balance_and_the_wallets_summed() {
 }
 
 #[tokio::test]
-async fn the_console_lists_merchants_by_key_prefix_and_filters_anomalies_by_merchant() {
+async fn the_console_lists_merchants_by_key_prefix_and_filters_anomalies_and_orders_by_merchant() {
     let app = spawn_app_without_callbacks().await;
-    let (_, _, anomaly_id) = order_with_an_anomaly(&app).await;
+    let (order_no, _, anomaly_id) = order_with_an_anomaly(&app).await;
     let partner: Value = reqwest::Client::new()
         .post(app.url("/api/admin/merchants"))
         .bearer_auth(ADMIN_TOKEN)
@@ -596,6 +596,52 @@ async fn the_console_lists_merchants_by_key_prefix_and_filters_anomalies_by_merc
     assert_eq!(of_partner, json!([]));
     let (status, _) = get(&ops, &app, "/api/ops/anomalies?merchant_id=not-a-uuid").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // The search too: a merchant alone lists its orders; with a text, only its matches.
+    let found = |hits: &Value| -> Vec<String> {
+        hits.as_array()
+            .expect("hits")
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {}",
+                    h["order"]["order_no"].as_str().expect("no"),
+                    h["matched_by"].as_str().expect("by")
+                )
+            })
+            .collect()
+    };
+    let (_, of_shop) = get(&ops, &app, &format!("/api/ops/search?merchant_id={shop}")).await;
+    assert_eq!(found(&of_shop), [format!("{order_no} merchant")]);
+    let (_, of_partner) = get(
+        &ops,
+        &app,
+        &format!("/api/ops/search?merchant_id={partner_id}"),
+    )
+    .await;
+    assert_eq!(of_partner, json!([]));
+    let (_, narrowed) = get(
+        &ops,
+        &app,
+        &format!("/api/ops/search?q={order_no}&merchant_id={partner_id}"),
+    )
+    .await;
+    assert_eq!(narrowed, json!([]));
+    let (_, by_number) = get(
+        &ops,
+        &app,
+        &format!("/api/ops/search?q={order_no}&merchant_id={shop}"),
+    )
+    .await;
+    assert_eq!(found(&by_number), [format!("{order_no} order_no")]);
+    for bad in [
+        "/api/ops/search",
+        "/api/ops/search?q=",
+        "/api/ops/search?merchant_id=nope",
+    ] {
+        let (status, _) = get(&ops, &app, bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    }
 }
 
 /// Another admin token, as after rotating a leaked one.

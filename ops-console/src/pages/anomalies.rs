@@ -1,7 +1,8 @@
-//! The anomalies queue: filter by state and kind, open one, read its facts,
+//! The anomalies queue: filter by state, kind and merchant, open one, read its facts,
 //! resolve it with a note. A resolution keeps who and when; nothing is deleted,
 //! so a resolved anomaly stays readable under "Resolved" and "All".
 
+use super::merchants::MerchantFilter;
 use super::{Loading, Problem};
 use crate::format::{pretty_json, timestamp, words};
 use crate::route::Route;
@@ -18,13 +19,14 @@ pub fn AnomaliesPage(open: Option<i64>) -> impl IntoView {
     let session = expect_context::<RwSignal<Session>>();
     let state = RwSignal::new(AnomalyState::Open);
     let kind = RwSignal::new(None::<AnomalyKind>);
+    let merchant = RwSignal::new(None::<uuid::Uuid>);
     let selected = RwSignal::new(open);
     // Bumped after a resolution: the list and the opened anomaly are read again.
     let version = RwSignal::new(0_u32);
     let list = LocalResource::new(move || {
-        let (state, kind) = (state.get(), kind.get());
+        let (state, kind, merchant) = (state.get(), kind.get(), merchant.get());
         version.track();
-        async move { or_sign_in(session, api::anomalies(state, kind).await) }
+        async move { or_sign_in(session, api::anomalies(state, kind, merchant).await) }
     });
     let detail = LocalResource::new(move || {
         let id = selected.get();
@@ -71,6 +73,7 @@ pub fn AnomaliesPage(open: Option<i64>) -> impl IntoView {
                                 .collect_view()}
                         </select>
                     </label>
+                    <MerchantFilter id="filter-merchant" chosen=merchant />
                     <button type="button" class="secondary" on:click=move |_| version.update(|v| *v += 1)>
                         "Refresh"
                     </button>

@@ -88,3 +88,33 @@ fn KeyLine(key: MerchantKey) -> impl IntoView {
         </tr>
     }
 }
+
+/// A merchant filter for the queue and the search: "Every merchant" or one.
+#[component]
+pub fn MerchantFilter(
+    /// The element id of the select.
+    id: &'static str,
+    /// The merchant chosen; `None` for every merchant.
+    chosen: RwSignal<Option<uuid::Uuid>>,
+) -> impl IntoView {
+    let session = expect_context::<RwSignal<Session>>();
+    let merchants =
+        LocalResource::new(move || async move { or_sign_in(session, api::merchants().await) });
+    view! {
+        <label>
+            "Merchant "
+            <select id=id on:change=move |ev| chosen.set(event_target_value(&ev).parse().ok())>
+                <option value="" selected>"Every merchant"</option>
+                {move || {
+                    merchants
+                        .get()
+                        .and_then(Result::ok)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|m| view! { <option value=m.merchant_id.to_string()>{m.name}</option> })
+                        .collect_view()
+                }}
+            </select>
+        </label>
+    }
+}

@@ -1,10 +1,12 @@
 //! An order's timeline, and the search that finds orders: by order number,
-//! callback id, platform payment id or shopper email.
+//! callback id, platform payment id or shopper email, of every merchant or
+//! one (a merchant alone lists its newest orders).
 //!
 //! The timeline lists everything that happened to the order, oldest first:
 //! tokens issued, payment attempts and their states, every callback delivery
 //! with the answer we gave, queries, ledger rows, refunds and anomalies.
 
+use super::merchants::MerchantFilter;
 use super::{Loading, Problem};
 use crate::format::{pretty_json, timestamp, timestamp_ms, words};
 use crate::route::Route;
@@ -22,6 +24,7 @@ pub fn OrdersPage(order_no: Option<String>) -> impl IntoView {
     let query = NodeRef::<Input>::new();
     let hits = RwSignal::new(None::<Result<Vec<SearchHit>, api::ApiError>>);
     let searching = RwSignal::new(false);
+    let merchant = RwSignal::new(None::<uuid::Uuid>);
     let search = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let text = query
@@ -30,12 +33,17 @@ pub fn OrdersPage(order_no: Option<String>) -> impl IntoView {
             .unwrap_or_default()
             .trim()
             .to_owned();
-        if text.is_empty() || searching.get_untracked() {
+        let merchant = merchant.get_untracked();
+        // A merchant alone lists its newest orders.
+        if (text.is_empty() && merchant.is_none()) || searching.get_untracked() {
             return;
         }
         searching.set(true);
         spawn_local(async move {
-            hits.set(Some(or_sign_in(session, api::search(&text).await)));
+            hits.set(Some(or_sign_in(
+                session,
+                api::search(&text, merchant).await,
+            )));
             searching.set(false);
         });
     };
@@ -64,6 +72,7 @@ pub fn OrdersPage(order_no: Option<String>) -> impl IntoView {
                     placeholder="Order number, callback id, payment id or shopper email"
                     node_ref=query
                 />
+                <MerchantFilter id="search-merchant" chosen=merchant />
                 <button id="search-button" class="primary" type="submit" disabled=move || searching.get()>
                     "Search"
                 </button>

@@ -209,28 +209,37 @@ pub async fn timeline(
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// An order number, a callback id, our or the platform's payment id, or a shopper's email.
-    pub q: String,
+    /// An order number, a callback id, our or the platform's payment id, or a
+    /// shopper's email; may be left out when `merchant_id` is given.
+    #[serde(default)]
+    pub q: Option<String>,
+    /// Only this merchant's orders (alone: its newest orders).
+    pub merchant_id: Option<uuid::Uuid>,
 }
 
-/// `GET /api/ops/search?q=` -> the orders it names, newest first, at most 50.
+/// `GET /api/ops/search?q=&merchant_id=` -> the orders `q` names (of that
+/// merchant, when given; without `q`, the merchant's newest), newest first, at most 50.
 #[utoipa::path(get, path = "/ops/search", tag = "ops", security(("session" = [])),
     params(SearchQuery),
     responses((status = 200, description = "The orders found", body = Vec<SearchHit>),
-        (status = 400, description = "BAD_REQUEST: empty or longer than 200 characters", body = api_types::ErrorBody),
+        (status = 400, description = "BAD_REQUEST: q empty (without merchant_id) or longer than 200 characters", body = api_types::ErrorBody),
         ShopperErrors))]
 pub async fn search(
     State(state): State<AppState>,
     _operator: Operator,
     AppQuery(query): AppQuery<SearchQuery>,
 ) -> Result<Json<Vec<SearchHit>>, ApiError> {
-    let q = query.q.trim();
-    if q.is_empty() || q.chars().count() > MAX_SEARCH_CHARS || q.contains('\0') {
+    let q = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
+    let bad = match q {
+        Some(q) => q.chars().count() > MAX_SEARCH_CHARS || q.contains('\0'),
+        None => query.merchant_id.is_none(),
+    };
+    if bad {
         return Err(ApiError::BadRequest(format!(
-            "q must be 1 to {MAX_SEARCH_CHARS} characters"
+            "q must be 1 to {MAX_SEARCH_CHARS} characters (it may be left out with merchant_id)"
         )));
     }
-    let hits = review::search(&state.db, q)
+    let hits = review::search(&state.db, q, query.merchant_id)
         .await?
         .into_iter()
         .map(|(order, matched_by)| SearchHit { order, matched_by })

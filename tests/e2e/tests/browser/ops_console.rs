@@ -180,6 +180,27 @@ async fn after_a_chaos_storm_the_queue_lists_the_anomalies_and_one_is_resolved_w
         .await;
     assert_eq!(merchant, "25.00 EUR");
     app.screenshot("ops-console-books").await;
+
+    // The merchants: the shop, its MERCHANT_API_KEY by prefix only; the queue narrowed to it.
+    app.click("tab-merchants").await;
+    let key = app
+        .eventually("the shop's key in the merchants view", || async {
+            let prefix = app
+                .js("const k = document.querySelector('.merchant tr[data-prefix]'); return k ? k.dataset.prefix + ' ' + k.dataset.state : null;")
+                .await;
+            prefix.as_str().map(str::to_owned)
+        })
+        .await;
+    assert!(key.starts_with("env_") && key.ends_with(" active"), "{key}");
+    let shown = app.js("return document.body.innerText;").await;
+    assert!(
+        !shown
+            .as_str()
+            .unwrap_or_default()
+            .contains(crate::helpers::MERCHANT_API_KEY),
+        "no key in the console"
+    );
+    app.screenshot("ops-console-merchants").await;
     app.finish().await;
 }
 
