@@ -88,4 +88,6 @@ pub struct DemoPartner {
     pub api: String,
     /// Where the payment page sends its shoppers back (`PUBLIC_ORIGIN`).
     pub public_origin: String,
+    /// The partner server's HTTP client, made once (its connections reused).
+    pub http: reqwest::Client,
 }

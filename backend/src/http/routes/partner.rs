@@ -64,6 +64,7 @@ pub async fn seed(
         key: key.key,
         api,
         public_origin: public_origin.to_owned(),
+        http: reqwest::Client::new(),
     }))
 }
 
@@ -144,7 +145,8 @@ async fn buy(State(state): State<AppState>, Form(form): Form<Buy>) -> Result<Res
         return_url: Some(format!("{}/partner/thanks", partner.public_origin)),
         cancel_url: Some(format!("{}/partner", partner.public_origin)),
     };
-    let answer = reqwest::Client::new()
+    let answer = partner
+        .http
         .post(format!("{}/api/merchant/orders", partner.api))
         .bearer_auth(partner.key.expose_secret())
         .header("idempotency-key", Uuid::new_v4().to_string())
@@ -184,7 +186,8 @@ async fn thanks(
             "<p id=\"partner-result\">No order named: nothing to show.</p>",
         ));
     };
-    let answer = reqwest::Client::new()
+    let answer = partner
+        .http
         .get(format!(
             "{}/api/merchant/orders/{}",
             partner.api,

@@ -39,19 +39,7 @@ pub async fn merchant_create(
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    crate::refund::validate(&body)?;
-    // Another merchant's order answers as a missing one, before anything is kept.
-    ensure_merchants(&state, &merchant, &order_no).await?;
-    let scope = idempotency_scope(merchant.merchant_id);
-    create(
-        &state,
-        RefundRequester::Merchant,
-        &scope,
-        &order_no,
-        &key,
-        &body,
-    )
-    .await
+    create(&state, Asker::Merchant(&merchant), &order_no, &key, &body).await
 }
 
 /// `404 ORDER_NOT_FOUND` unless the order is the merchant's.
@@ -78,7 +66,7 @@ pub async fn merchant_list(
     OrderNoPath(order_no): OrderNoPath,
 ) -> Result<Json<Vec<Refund>>, ApiError> {
     ensure_merchants(&state, &merchant, &order_no).await?;
-    list(&state, &order_no).await
+    refunds_of(&state, &order_no).await
 }
 
 /// `POST /api/admin/orders/{order_no}/refunds`: the operator's refund, same rules.
@@ -97,17 +85,7 @@ pub async fn admin_create(
     key: IdempotencyKey,
     AppJson(body): AppJson<CreateRefund>,
 ) -> Result<Response, ApiError> {
-    crate::refund::validate(&body)?;
-    let scope = RefundRequester::Operator.as_str();
-    create(
-        &state,
-        RefundRequester::Operator,
-        scope,
-        &order_no,
-        &key,
-        &body,
-    )
-    .await
+    create(&state, Asker::Operator, &order_no, &key, &body).await
 }
 
 /// `GET /api/admin/orders/{order_no}/refunds`.
@@ -123,16 +101,39 @@ pub async fn admin_list(
     list(&state, &order_no).await
 }
 
-/// One refund request on behalf of `requested_by`, with its keys in `scope`
-/// (the caller's: a caller's refunds and orders share its key space).
+/// Who asks for a refund: a merchant (of its own orders only) or the operator.
+enum Asker<'a> {
+    /// The merchant whose key the request carries.
+    Merchant(&'a Caller),
+    /// The operator, under the admin token.
+    Operator,
+}
+
+/// One refund request on behalf of `asker`, with its keys in the asker's
+/// scope (a caller's refunds and orders share its key space). Another
+/// merchant's order answers as a missing one, before anything is kept.
 async fn create(
     state: &AppState,
-    requested_by: RefundRequester,
-    scope: &str,
+    asker: Asker<'_>,
     order_no: &OrderNo,
     key: &IdempotencyKey,
     body: &CreateRefund,
 ) -> Result<Response, ApiError> {
+    crate::refund::validate(body)?;
+    let (requested_by, scope) = match asker {
+        Asker::Merchant(merchant) => {
+            ensure_merchants(state, merchant, order_no).await?;
+            (
+                RefundRequester::Merchant,
+                idempotency_scope(merchant.merchant_id),
+            )
+        }
+        Asker::Operator => (
+            RefundRequester::Operator,
+            RefundRequester::Operator.as_str().to_owned(),
+        ),
+    };
+    let scope = scope.as_str();
     // The order is part of what the key means: the same key on another order is a reuse.
     let fingerprint = idempotency::fingerprint(&json!({
         "refund_of": order_no.as_str(),
@@ -166,15 +167,20 @@ async fn create(
     Ok(answer)
 }
 
+/// The order's refunds, for the operator: `404 ORDER_NOT_FOUND` when there is no such order.
 async fn list(state: &AppState, order_no: &OrderNo) -> Result<Json<Vec<Refund>>, ApiError> {
-    let order_no = order_no.as_str();
-    if crate::db::orders::find(&state.db, order_no)
+    if crate::db::orders::find(&state.db, order_no.as_str())
         .await?
         .is_none()
     {
         return Err(ApiError::OrderNotFound);
     }
-    let rows = store::list_for_order(&state.db, order_no).await?;
+    refunds_of(state, order_no).await
+}
+
+/// The refunds of an order the caller was found to own, oldest first.
+async fn refunds_of(state: &AppState, order_no: &OrderNo) -> Result<Json<Vec<Refund>>, ApiError> {
+    let rows = store::list_for_order(&state.db, order_no.as_str()).await?;
     Ok(Json(rows.iter().map(store::RefundRow::to_dto).collect()))
 }
 
@@ -192,6 +198,5 @@ pub async fn shopper_list(
     crate::db::orders::find_owned(&state.db, order_no.as_str(), signed_in.shopper_id)
         .await?
         .ok_or(ApiError::OrderNotFound)?;
-    let rows = store::list_for_order(&state.db, order_no.as_str()).await?;
-    Ok(Json(rows.iter().map(store::RefundRow::to_dto).collect()))
+    refunds_of(&state, &order_no).await
 }
