@@ -227,9 +227,10 @@ pub struct CreateMerchantOrder {
     /// What is being bought, shown to the shopper; 1 to 500 characters.
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
     pub description: String,
-    /// The merchant's own id for the order (1 to 64 characters, unique per
-    /// merchant), so it can find ours by its own; `409
-    /// MERCHANT_REFERENCE_IN_USE` when another of its orders has it.
+    /// The merchant's own id for the order (1 to 64 characters, no control
+    /// characters, no spaces at either end; unique per merchant), so it can
+    /// find ours by its own; `409 MERCHANT_REFERENCE_IN_USE` when another of
+    /// its orders has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
     pub merchant_reference: Option<String>,

@@ -392,7 +392,7 @@ async fn a_merchant_reference_names_one_order_of_its_merchant() {
     .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "MERCHANT_REFERENCE_IN_USE");
-    for bad in ["", "has space", &"x".repeat(65)] {
+    for bad in ["", " padded", "tab\there", &"x".repeat(65)] {
         let (status, body) = place(
             &app,
             &shop.key,
@@ -405,6 +405,20 @@ async fn a_merchant_reference_names_one_order_of_its_merchant() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
     }
     assert_eq!(app.snapshot().await, before, "nothing changed");
+    // A merchant's own numbering may have spaces inside: "Order 1234".
+    let (status, spaced) = place(
+        &app,
+        &shop.key,
+        &Uuid::new_v4().to_string(),
+        shopper.shopper_id,
+        1_000,
+        Some("Order 1234"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{spaced}");
+    let order_no = spaced["order_no"].as_str().expect("no");
+    let (_, read) = get(&app, &shop.key, &format!("/api/merchant/orders/{order_no}")).await;
+    assert_eq!(read["merchant_reference"], "Order 1234");
 }
 
 #[tokio::test]

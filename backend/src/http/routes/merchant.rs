@@ -58,10 +58,11 @@ pub async fn create_order(
     if reference.is_some_and(|r| {
         r.is_empty()
             || r.chars().count() > MAX_REFERENCE_CHARS
-            || r.chars().any(|c| c.is_control() || c.is_whitespace())
+            || r.trim() != r
+            || r.chars().any(char::is_control)
     }) {
         return Err(ApiError::BadRequest(format!(
-            "merchant_reference must be 1 to {MAX_REFERENCE_CHARS} characters without spaces or control characters"
+            "merchant_reference must be 1 to {MAX_REFERENCE_CHARS} characters, without control characters or spaces at either end"
         )));
     }
     // Only the merchant's own origins: the page follows these URLs and no
